@@ -1,0 +1,464 @@
+"""decide(state, command) -> events: every rule of the spec, and nowhere else.
+
+Pure: no I/O, and `state` is never changed. Within one command, each request is
+decided against the state left by the ones before it (REQ-CUR-005); a request
+that is not applied becomes an `OperationSkipped` event saying why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Union
+
+import msgspec
+
+from .domain import (
+    OTHERS,
+    PRUNE_RULE,
+    SECTION_SLUGS,
+    PlaybookState,
+    next_name,
+    resolve_section_detail,
+    should_prune,
+    slug_number,
+)
+from .events import (
+    CountersSet,
+    Event,
+    KeyPointAdded,
+    KeyPointDeleted,
+    KeyPointEvaluated,
+    KeyPointImported,
+    KeyPointMoved,
+    KeyPointPruned,
+    KeyPointsMerged,
+    KeyPointUpdated,
+    OperationSkipped,
+    PlaybookImported,
+    SectionReordered,
+    VersionSet,
+)
+from .evolve import apply, fold
+from .legacy import NormalizedPlaybook, normalize_playbook, to_jsonable
+
+MAX_OPERATIONS = 10
+OPERATION_TYPES = ("ADD", "UPDATE", "MERGE", "DELETE")
+RATINGS = ("helpful", "harmful", "neutral")
+
+
+class SkipReason:
+    """Why a request was not applied (the `reason` of OperationSkipped)."""
+
+    NOT_A_LIST = "not_a_list"
+    NOT_AN_OBJECT = "not_an_object"
+    UNKNOWN_TYPE = "unknown_type"
+    EMPTY_TEXT = "empty_text"
+    INVALID_TEXT = "invalid_text"
+    DUPLICATE_TEXT = "duplicate_text"
+    UNCHANGED_TEXT = "unchanged_text"
+    EMPTY_TARGET_ID = "empty_target_id"
+    UNKNOWN_ID = "unknown_id"
+    TOO_FEW_SOURCES = "too_few_sources"
+    EMPTY_MERGED_TEXT = "empty_merged_text"
+    TRUNCATED = "truncated"
+    UNKNOWN_RATING = "unknown_rating"
+
+
+# --- commands -----------------------------------------------------------------------------------
+
+
+class ApplyOperations(msgspec.Struct, frozen=True):
+    """Curator operations (ADD / UPDATE / MERGE / DELETE), as the model gave them."""
+
+    operations: Any
+
+
+class AddNewKeyPoints(msgspec.Struct, frozen=True):
+    """The older `new_key_points` list: each item is an ADD (REQ-SECT-005, REQ-CUR-008)."""
+
+    new_key_points: Any
+
+
+class Evaluate(msgspec.Struct, frozen=True):
+    """Ratings of existing entries: `{"name", "rating", "rationale"?}` items."""
+
+    evaluations: Any
+
+
+class Prune(msgspec.Struct, frozen=True):
+    """Remove every entry the pruning rule condemns."""
+
+
+class ImportLegacy(msgspec.Struct, frozen=True):
+    """Take in a playbook.json of any shape the spec describes."""
+
+    data: Any
+    path: str
+    genesis: bool = True
+
+
+class RecordUnreadableFile(msgspec.Struct, frozen=True):
+    """A playbook.json that was not JSON: it was kept at `moved_aside`, and nothing came from it."""
+
+    path: str
+    moved_aside: str | None
+    error: str
+
+
+class ReplaceContent(msgspec.Struct, frozen=True):
+    """Make the playbook look like `target` (a playbook dict), as changed since `base`.
+
+    Only what differs between `base` and `target` is applied, to the current state:
+    so concurrent writers both land. Without `base`, the current state is the base
+    and `target` wins outright.
+    """
+
+    target: Any
+    origin: str
+    base: PlaybookState | None = None
+
+
+Command = Union[ApplyOperations, AddNewKeyPoints, Evaluate, Prune, ImportLegacy, RecordUnreadableFile, ReplaceContent]
+
+
+class _Decision:
+    """Events decided so far, applied to a scratch state so later requests see earlier ones."""
+
+    def __init__(self, state: PlaybookState) -> None:
+        self.state = state.copy()
+        self.events: list[Event] = []
+
+    def emit(self, event: Event) -> None:
+        apply(self.state, event)
+        self.events.append(event)
+
+    def skip(self, kind: str, reason: str, detail: str, index: int | None = None, item: Any = None) -> None:
+        self.emit(OperationSkipped(kind=kind, reason=reason, detail=detail, index=index, operation=to_jsonable(item)))
+
+
+def decide(state: PlaybookState, command: Command) -> list[Event]:
+    """The events that carry out `command` on `state`."""
+    return decide_all(state, [command])
+
+
+def decide_all(state: PlaybookState, commands: Sequence[Command]) -> list[Event]:
+    """The events of several commands in order, each decided after the ones before it."""
+    decision = _Decision(state)
+    for command in commands:
+        _HANDLERS[type(command)](decision, command)
+    return decision.events
+
+
+# --- operations ----------------------------------------------------------------------------------
+
+
+def _text(value: Any) -> tuple[str | None, str | None]:
+    """(text, reason it is unusable)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None, SkipReason.EMPTY_TEXT
+    if not isinstance(value, str):
+        return None, SkipReason.INVALID_TEXT
+    return value, None
+
+
+def _add(d: _Decision, kind: str, index: int, item: Any, text: Any, section_name: Any, origin: str) -> None:
+    value, problem = _text(text)
+    if value is None:
+        d.skip(kind, problem or SkipReason.EMPTY_TEXT, "ADD without text", index, item)
+        return
+    if value in d.state.texts():
+        d.skip(kind, SkipReason.DUPLICATE_TEXT, f"text already in the playbook: {value[:80]}", index, item)
+        return
+    section, unknown = resolve_section_detail(section_name)
+    d.emit(
+        KeyPointAdded(
+            section=section, name=next_name(d.state, section), text=value, helpful=0, harmful=0, origin=origin,
+            requested_section=section_name if unknown else None,
+        )
+    )
+
+
+def _target(d: _Decision, kind: str, index: int, op: dict, verb: str) -> str | None:
+    target = op.get("target_id")
+    if not isinstance(target, str) or not target.strip():
+        d.skip(kind, SkipReason.EMPTY_TARGET_ID, f"{verb} without target_id", index, op)
+        return None
+    if d.state.get(target) is None:
+        d.skip(kind, SkipReason.UNKNOWN_ID, f"{verb} of unknown id {target}", index, op)
+        return None
+    return target
+
+
+def _operation(d: _Decision, index: int, op: Any) -> None:
+    kind = "operation"
+    if not isinstance(op, dict):
+        d.skip(kind, SkipReason.NOT_AN_OBJECT, f"operation of type {type(op).__name__}", index, op)
+        return
+    op_type = op.get("type", "")
+    if op_type == "ADD":
+        _add(d, kind, index, op, op.get("text"), op.get("section"), "operation")
+    elif op_type == "UPDATE":
+        text, problem = _text(op.get("text"))
+        target = op.get("target_id")
+        if not isinstance(target, str) or not target.strip():
+            d.skip(kind, SkipReason.EMPTY_TARGET_ID, "UPDATE without target_id", index, op)
+        elif text is None:
+            d.skip(kind, problem or SkipReason.EMPTY_TEXT, f"UPDATE of {target} without text", index, op)
+        elif (kp := d.state.get(target)) is None:
+            d.skip(kind, SkipReason.UNKNOWN_ID, f"UPDATE of unknown id {target}", index, op)
+        elif kp.text == text:
+            d.skip(kind, SkipReason.UNCHANGED_TEXT, f"UPDATE of {target} with its current text", index, op)
+        else:
+            d.emit(KeyPointUpdated(name=target, text=text, previous_text=kp.text))
+    elif op_type == "DELETE":
+        if (target := _target(d, kind, index, op, "DELETE")) is not None:
+            kp = d.state.get(target)
+            assert kp is not None
+            reason = op.get("reason")
+            d.emit(
+                KeyPointDeleted(
+                    section=d.state.where[target], name=target, text=kp.text,
+                    reason=reason if isinstance(reason, str) else ("" if reason is None else str(to_jsonable(reason))),
+                )
+            )
+    elif op_type == "MERGE":
+        _merge(d, index, op)
+    else:
+        shown = op_type if isinstance(op_type, str) else repr(to_jsonable(op_type))
+        d.skip(kind, SkipReason.UNKNOWN_TYPE, f"unknown operation type {shown!r}", index, op)
+
+
+def _merge(d: _Decision, index: int, op: dict) -> None:
+    kind = "operation"
+    source_ids = op.get("source_ids")
+    text, problem = _text(op.get("merged_text"))
+    if not isinstance(source_ids, list) or len(source_ids) < 2:
+        d.skip(kind, SkipReason.TOO_FEW_SOURCES, "MERGE needs at least two source_ids", index, op)
+        return
+    if text is None:
+        reason = SkipReason.EMPTY_MERGED_TEXT if problem == SkipReason.EMPTY_TEXT else problem
+        d.skip(kind, reason or SkipReason.EMPTY_MERGED_TEXT, "MERGE without merged_text", index, op)
+        return
+    valid: list[str] = []
+    missing: list[str] = []
+    for source in source_ids:
+        if isinstance(source, str) and d.state.get(source) is not None:
+            if source not in valid:
+                valid.append(source)
+        else:
+            missing.append(source if isinstance(source, str) else repr(to_jsonable(source)))
+    if len(valid) < 2:
+        d.skip(
+            kind, SkipReason.TOO_FEW_SOURCES,
+            f"MERGE has {len(valid)} existing source id(s); unknown: {', '.join(missing) or 'none'}", index, op,
+        )
+        return
+    section, _unknown = resolve_section_detail(op.get("section"))
+    if section == OTHERS and not _names_others(op.get("section")):
+        section = d.state.where[valid[0]]
+    sources = [d.state.get(name) for name in valid]
+    d.emit(
+        KeyPointsMerged(
+            section=section, name=next_name(d.state, section), text=text, sources=valid,
+            helpful=sum(kp.helpful for kp in sources if kp), harmful=sum(kp.harmful for kp in sources if kp),
+            missing_sources=missing,
+        )
+    )
+
+
+def _names_others(section_name: Any) -> bool:
+    return isinstance(section_name, str) and section_name.strip().upper() == OTHERS
+
+
+def _apply_operations(d: _Decision, command: ApplyOperations) -> None:
+    operations = command.operations
+    if not isinstance(operations, list):
+        d.skip("operation", SkipReason.NOT_A_LIST, "operations is not a list", None, operations)
+        return
+    if len(operations) > MAX_OPERATIONS:
+        d.skip(
+            "operation", SkipReason.TRUNCATED,
+            f"{len(operations)} operations given, truncated to {MAX_OPERATIONS}", MAX_OPERATIONS,
+            operations[MAX_OPERATIONS:],
+        )
+    for index, op in enumerate(operations[:MAX_OPERATIONS]):
+        _operation(d, index, op)
+
+
+def _add_new_key_points(d: _Decision, command: AddNewKeyPoints) -> None:
+    items = command.new_key_points
+    if not isinstance(items, list):
+        if items is not None:
+            d.skip("new_key_point", SkipReason.NOT_A_LIST, "new_key_points is not a list", None, items)
+        return
+    for index, item in enumerate(items):
+        if isinstance(item, str):
+            _add(d, "new_key_point", index, item, item, OTHERS, "new_key_point")
+        elif isinstance(item, dict):
+            _add(d, "new_key_point", index, item, item.get("text"), item.get("section"), "new_key_point")
+        else:
+            d.skip("new_key_point", SkipReason.NOT_AN_OBJECT, f"new key point of type {type(item).__name__}", index, item)
+
+
+def _evaluate(d: _Decision, command: Evaluate) -> None:
+    evaluations = command.evaluations
+    if not isinstance(evaluations, list):
+        if evaluations is not None:
+            d.skip("evaluation", SkipReason.NOT_A_LIST, "evaluations is not a list", None, evaluations)
+        return
+    for index, item in enumerate(evaluations):
+        if not isinstance(item, dict):
+            d.skip("evaluation", SkipReason.NOT_AN_OBJECT, f"evaluation of type {type(item).__name__}", index, item)
+            continue
+        name, rating = item.get("name"), item.get("rating")
+        kp = d.state.get(name) if isinstance(name, str) else None
+        if kp is None:
+            d.skip("evaluation", SkipReason.UNKNOWN_ID, f"evaluation of unknown id {name!r}", index, item)
+        elif rating not in RATINGS:
+            d.skip("evaluation", SkipReason.UNKNOWN_RATING, f"unknown rating {rating!r} for {name}", index, item)
+        else:
+            rationale = item.get("rationale")
+            d.emit(
+                KeyPointEvaluated(
+                    name=name, rating=rating,
+                    helpful=kp.helpful + (rating == "helpful"), harmful=kp.harmful + (rating == "harmful"),
+                    rationale=rationale if isinstance(rationale, str) and rationale else None,
+                )
+            )
+
+
+def _prune(d: _Decision, command: Prune) -> None:
+    for section, kp in d.state.entries():
+        if should_prune(kp.helpful, kp.harmful):
+            d.emit(
+                KeyPointPruned(
+                    section=section, name=kp.name, text=kp.text, helpful=kp.helpful, harmful=kp.harmful,
+                    rule=PRUNE_RULE,
+                )
+            )
+
+
+# --- import and whole-content changes -----------------------------------------------------------
+
+
+def import_events(normalized: NormalizedPlaybook, path: str, genesis: bool) -> list[Event]:
+    events: list[Event] = [
+        PlaybookImported(
+            path=path, file_format=normalized.file_format, version=normalized.version,
+            last_updated=normalized.last_updated, genesis=genesis, entries=len(normalized.entries),
+            ignored_key_points=normalized.ignored_key_points,
+        )
+    ]
+    for entry in normalized.entries:
+        events.append(
+            KeyPointImported(
+                section=entry.section, name=entry.name, text=entry.text, helpful=entry.helpful,
+                harmful=entry.harmful, source_format=entry.source_format, original_name=entry.original_name,
+                original_section=entry.original_section, score=entry.score,
+            )
+        )
+    for rejected in normalized.rejected:
+        events.append(OperationSkipped(kind="import", reason=rejected.reason, detail=rejected.detail, operation=rejected.item))
+    return events
+
+
+def _import_legacy(d: _Decision, command: ImportLegacy) -> None:
+    normalized = normalize_playbook(command.data)
+    if not command.genesis:
+        # Into a live log, imported names must not collide with or revive existing ones.
+        normalized = _rename_for(d.state, normalized)
+    for event in import_events(normalized, command.path, command.genesis):
+        d.emit(event)
+
+
+def _rename_for(state: PlaybookState, normalized: NormalizedPlaybook) -> NormalizedPlaybook:
+    scratch = state.copy()
+    entries = []
+    for entry in normalized.entries:
+        if scratch.get(entry.name) is not None or _retired(scratch, entry.name):
+            entry = msgspec.structs.replace(
+                entry, name=next_name(scratch, entry.section), original_name=entry.original_name or entry.name
+            )
+        apply(scratch, KeyPointImported(section=entry.section, name=entry.name, text=entry.text, helpful=0,
+                                        harmful=0, source_format=entry.source_format))
+        entries.append(entry)
+    return msgspec.structs.replace(normalized, entries=entries)
+
+
+def _record_unreadable(d: _Decision, command: RecordUnreadableFile) -> None:
+    d.emit(
+        PlaybookImported(
+            path=command.path, file_format="unreadable", version=d.state.version,
+            last_updated=d.state.last_updated, genesis=True, moved_aside=command.moved_aside, error=command.error,
+        )
+    )
+
+
+def content_state(data: Any) -> tuple[PlaybookState, NormalizedPlaybook]:
+    """The state a playbook dict describes, read with the legacy rules."""
+    normalized = normalize_playbook(data)
+    state = fold(import_events(normalized, "", genesis=True))
+    return state, normalized
+
+
+def _retired(state: PlaybookState, name: str) -> bool:
+    """True for a slug ID that the log issued once and that no longer names an entry."""
+    parsed = slug_number(name)
+    return parsed is not None and state.get(name) is None and parsed[1] <= state.high_water.get(parsed[0], 0)
+
+
+def _replace_content(d: _Decision, command: ReplaceContent) -> None:
+    target, normalized = content_state(command.target)
+    for rejected in normalized.rejected:
+        d.skip("change", rejected.reason, rejected.detail, None, rejected.item)
+    base = command.base if command.base is not None else d.state.copy()
+    origin = command.origin
+    for section, kp in base.entries():
+        if target.get(kp.name) is None and (current := d.state.get(kp.name)) is not None:
+            d.emit(KeyPointDeleted(section=d.state.where[kp.name], name=kp.name, text=current.text,
+                                   reason=f"removed by {origin}"))
+    renamed: dict[str, str] = {}
+    for section, kp in target.entries():
+        before = base.get(kp.name)
+        if before is None:
+            name = kp.name
+            if d.state.get(name) is not None or _retired(d.state, name):
+                name = next_name(d.state, section)
+            renamed[kp.name] = name
+            d.emit(KeyPointAdded(section=section, name=name, text=kp.text, helpful=kp.helpful, harmful=kp.harmful,
+                                 origin=origin, proposed_name=kp.name if name != kp.name else None))
+            continue
+        current = d.state.get(kp.name)
+        if current is None:
+            d.skip("change", SkipReason.UNKNOWN_ID, f"{kp.name} was removed meanwhile; its change is not applied",
+                   None, {"name": kp.name, "text": kp.text})
+            continue
+        if kp.text != before.text and kp.text != current.text:
+            d.emit(KeyPointUpdated(name=kp.name, text=kp.text, previous_text=current.text))
+        helpful = max(current.helpful + kp.helpful - before.helpful, 0)
+        harmful = max(current.harmful + kp.harmful - before.harmful, 0)
+        if (helpful, harmful) != (current.helpful, current.harmful):
+            d.emit(CountersSet(name=kp.name, helpful=helpful, harmful=harmful,
+                               previous_helpful=current.helpful, previous_harmful=current.harmful))
+        if section != base.where[kp.name] and d.state.where[kp.name] != section:
+            d.emit(KeyPointMoved(name=kp.name, from_section=d.state.where[kp.name], to_section=section))
+    if target.version != base.version and target.version != d.state.version:
+        d.emit(VersionSet(version=target.version, previous=d.state.version))
+    for section in SECTION_SLUGS:
+        present = d.state.sections[section]
+        wanted = [renamed.get(name, name) for name in target.sections[section]]
+        wanted = [name for name in wanted if name in present]
+        wanted_set = set(wanted)
+        if [name for name in present if name in wanted_set] != wanted:
+            d.emit(SectionReordered(section=section, names=wanted + [n for n in present if n not in wanted_set]))
+
+
+_HANDLERS: dict[type, Callable[[_Decision, Any], None]] = {
+    ApplyOperations: _apply_operations,
+    AddNewKeyPoints: _add_new_key_points,
+    Evaluate: _evaluate,
+    Prune: _prune,
+    ImportLegacy: _import_legacy,
+    RecordUnreadableFile: _record_unreadable,
+    ReplaceContent: _replace_content,
+}

@@ -1,0 +1,132 @@
+"""The playbook's domain: sections, key points, the state folded from the log, and its rules."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+
+SECTION_SLUGS: dict[str, str] = {
+    "PATTERNS & APPROACHES": "pat",
+    "MISTAKES TO AVOID": "mis",
+    "USER PREFERENCES": "pref",
+    "PROJECT CONTEXT": "ctx",
+    "OTHERS": "oth",
+}
+"""Canonical section name -> ID slug. Its order is the canonical section order."""
+
+OTHERS = "OTHERS"
+DEFAULT_VERSION = "1.0"
+PRUNE_RULE = "harmful >= 3 and harmful > helpful"
+
+_SLUG_NAME = re.compile(r"^(" + "|".join(map(re.escape, SECTION_SLUGS.values())) + r")-(\d+)$")
+_LEGACY_NAME = re.compile(r"^kpt_(\d+)$")
+
+
+class KeyPoint(msgspec.Struct):
+    """One key point. Mutable only inside the fold, which owns its copy of the state."""
+
+    name: str
+    text: str
+    helpful: int = 0
+    harmful: int = 0
+
+
+class PlaybookState(msgspec.Struct):
+    """Everything the log says about the playbook at one position.
+
+    `sections` maps each canonical section to its entries keyed by name, in order;
+    `where` maps a name to its section; `high_water` holds, per slug, the highest
+    number ever issued, so a retired ID is never handed out again.
+    """
+
+    version: str = DEFAULT_VERSION
+    last_updated: str | None = None
+    sections: dict[str, dict[str, KeyPoint]] = msgspec.field(
+        default_factory=lambda: {name: {} for name in SECTION_SLUGS}
+    )
+    where: dict[str, str] = msgspec.field(default_factory=dict)
+    high_water: dict[str, int] = msgspec.field(default_factory=lambda: dict.fromkeys(SECTION_SLUGS.values(), 0))
+    seq: int = 0
+
+    def copy(self) -> PlaybookState:
+        """A deep copy: the fold may mutate it without touching this one."""
+        return PlaybookState(
+            version=self.version,
+            last_updated=self.last_updated,
+            sections={
+                section: {name: KeyPoint(kp.name, kp.text, kp.helpful, kp.harmful) for name, kp in entries.items()}
+                for section, entries in self.sections.items()
+            },
+            where=dict(self.where),
+            high_water=dict(self.high_water),
+            seq=self.seq,
+        )
+
+    def get(self, name: str) -> KeyPoint | None:
+        section = self.where.get(name)
+        return None if section is None else self.sections[section][name]
+
+    def entries(self) -> list[tuple[str, KeyPoint]]:
+        """All (section, key point) pairs in canonical order."""
+        return [(section, kp) for section, entries in self.sections.items() for kp in entries.values()]
+
+    def texts(self) -> set[str]:
+        return {kp.text for entries in self.sections.values() for kp in entries.values()}
+
+    def content_equals(self, other: PlaybookState) -> bool:
+        """True when both hold the same version, sections, entries and order."""
+        return self.version == other.version and self.sections == other.sections
+
+
+def resolve_section(section_name: Any) -> str:
+    """Canonical section for a name given by a model or a file: trimmed, case-insensitive, else OTHERS."""
+    return resolve_section_detail(section_name)[0]
+
+
+def resolve_section_detail(section_name: Any) -> tuple[str, bool]:
+    """(canonical section, unknown) where `unknown` means a non-empty string that matched nothing."""
+    if not isinstance(section_name, str) or not section_name.strip():
+        return OTHERS, False
+    wanted = section_name.strip().upper()
+    for canonical in SECTION_SLUGS:
+        if canonical.upper() == wanted:
+            return canonical, False
+    return OTHERS, True
+
+
+def generate_keypoint_name(section_entries: list[dict], slug: str) -> str:
+    """Next `{slug}-NNN` after the highest one among `section_entries`; other names are ignored."""
+    pattern = re.compile(rf"^{re.escape(slug)}-(\d+)$")
+    highest = 0
+    for entry in section_entries:
+        name = entry.get("name", "") if isinstance(entry, dict) else ""
+        match = pattern.match(name) if isinstance(name, str) else None
+        if match:
+            highest = max(highest, int(match.group(1)))
+    return f"{slug}-{highest + 1:03d}"
+
+
+def slug_number(name: str) -> tuple[str, int] | None:
+    """(slug, number) for a name like `pat-007`, else None."""
+    match = _SLUG_NAME.match(name)
+    return (match.group(1), int(match.group(2))) if match else None
+
+
+def legacy_number(name: str) -> int | None:
+    match = _LEGACY_NAME.match(name)
+    return int(match.group(1)) if match else None
+
+
+def next_name(state: PlaybookState, section: str) -> str:
+    """The ID the log issues next in `section`: past every ID it ever issued there."""
+    slug = SECTION_SLUGS[section]
+    entries = [{"name": name} for name in state.sections[section]]
+    scanned = int(generate_keypoint_name(entries, slug).rsplit("-", 1)[1]) - 1
+    return f"{slug}-{max(scanned, state.high_water.get(slug, 0)) + 1:03d}"
+
+
+def should_prune(helpful: int, harmful: int) -> bool:
+    """The pruning rule of the spec (REQ-SCORE-007): it never fires without three harmful ratings."""
+    return harmful >= 3 and harmful > helpful

@@ -1,0 +1,234 @@
+"""The records of the log: one frozen msgspec Struct per line, tagged by `type`.
+
+Tags are pinned and never renamed: a new shape is a new tag. Every record carries
+the envelope `seq` (gap-free position in the log), `tx` (its transaction) and `at`
+(UTC, ISO 8601); the store stamps these when it appends. A transaction is its
+events followed by one `TransactionCommitted` record, which carries the cause
+(which hook or command, which Claude Code session, which model, and why).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Union
+
+import msgspec
+
+
+class Record(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", omit_defaults=True):
+    """The envelope. Optional fields left at their default are omitted from the line."""
+
+    seq: int = 0
+    tx: str = ""
+    at: str = ""
+
+
+class Event(Record, frozen=True, kw_only=True):
+    """A change to the playbook, or a request that was considered and not applied."""
+
+
+class PlaybookImported(Event, frozen=True, kw_only=True, tag="PlaybookImported"):
+    """A playbook.json written without a log (older tool, or by hand) was taken in.
+
+    file_format: flat | sections | dual_key | empty | unreadable | unrecognized.
+    With `genesis`, the playbook's `last_updated` becomes the file's own value.
+    """
+
+    path: str
+    file_format: str
+    version: str
+    last_updated: str | None = None
+    genesis: bool = True
+    entries: int = 0
+    ignored_key_points: int = 0
+    moved_aside: str | None = None
+    error: str | None = None
+
+
+class KeyPointImported(Event, frozen=True, kw_only=True, tag="KeyPointImported"):
+    """One entry of an imported file, after the migration rules.
+
+    source_format: bare_string | dict_without_score | dict_with_score | dict_with_counters.
+    `original_name` / `original_section` say what the file had when it was changed.
+    """
+
+    section: str
+    name: str
+    text: str
+    helpful: int
+    harmful: int
+    source_format: str
+    original_name: str | None = None
+    original_section: str | None = None
+    score: float | None = None
+
+
+class KeyPointAdded(Event, frozen=True, kw_only=True, tag="KeyPointAdded"):
+    """origin: operation | new_key_point | save | manual_edit."""
+
+    section: str
+    name: str
+    text: str
+    helpful: int
+    harmful: int
+    origin: str
+    requested_section: str | None = None
+    proposed_name: str | None = None
+
+
+class KeyPointUpdated(Event, frozen=True, kw_only=True, tag="KeyPointUpdated"):
+    name: str
+    text: str
+    previous_text: str
+
+
+class KeyPointsMerged(Event, frozen=True, kw_only=True, tag="KeyPointsMerged"):
+    """`sources` were removed and `name` created from them with summed counters."""
+
+    section: str
+    name: str
+    text: str
+    sources: list[str]
+    helpful: int
+    harmful: int
+    missing_sources: list[str] = []
+
+
+class KeyPointDeleted(Event, frozen=True, kw_only=True, tag="KeyPointDeleted"):
+    section: str
+    name: str
+    text: str
+    reason: str = ""
+
+
+class KeyPointEvaluated(Event, frozen=True, kw_only=True, tag="KeyPointEvaluated"):
+    """rating: helpful | harmful | neutral. Counters are the values after this rating."""
+
+    name: str
+    rating: str
+    helpful: int
+    harmful: int
+    rationale: str | None = None
+
+
+class KeyPointPruned(Event, frozen=True, kw_only=True, tag="KeyPointPruned"):
+    section: str
+    name: str
+    text: str
+    helpful: int
+    harmful: int
+    rule: str
+
+
+class KeyPointMoved(Event, frozen=True, kw_only=True, tag="KeyPointMoved"):
+    name: str
+    from_section: str
+    to_section: str
+
+
+class CountersSet(Event, frozen=True, kw_only=True, tag="CountersSet"):
+    """Counters changed by a save or an edit rather than by a rating."""
+
+    name: str
+    helpful: int
+    harmful: int
+    previous_helpful: int
+    previous_harmful: int
+
+
+class SectionReordered(Event, frozen=True, kw_only=True, tag="SectionReordered"):
+    section: str
+    names: list[str]
+
+
+class VersionSet(Event, frozen=True, kw_only=True, tag="VersionSet"):
+    version: str
+    previous: str
+
+
+class OperationSkipped(Event, frozen=True, kw_only=True, tag="OperationSkipped"):
+    """A request that was not applied, and why, so nothing disappears silently.
+
+    kind: operation | new_key_point | evaluation | import | change.
+    reason: see `eventlog.decide.SkipReason`.
+    """
+
+    kind: str
+    reason: str
+    detail: str = ""
+    index: int | None = None
+    operation: Any = None
+
+
+class TailRepaired(Event, frozen=True, kw_only=True, tag="TailRepaired"):
+    """A writer cut bytes of an unfinished transaction off the log and kept them in `kept_at`."""
+
+    offset: int
+    bytes_cut: int
+    kept_at: str
+
+
+class SnapshotSetAside(Event, frozen=True, kw_only=True, tag="SnapshotSetAside"):
+    """playbook.json could not be read; it was moved to `moved_to` and rebuilt from the log."""
+
+    moved_to: str
+    error: str
+
+
+class TransactionCommitted(Record, frozen=True, kw_only=True, tag="TransactionCommitted"):
+    """Closes a transaction of `events` records. Readers see a transaction only once this is written."""
+
+    events: int
+    source: str
+    session: str | None = None
+    model: str | None = None
+    analysis: str | None = None
+    reasoning: str | None = None
+    note: str | None = None
+
+
+AnyEvent = Union[
+    PlaybookImported,
+    KeyPointImported,
+    KeyPointAdded,
+    KeyPointUpdated,
+    KeyPointsMerged,
+    KeyPointDeleted,
+    KeyPointEvaluated,
+    KeyPointPruned,
+    KeyPointMoved,
+    CountersSet,
+    SectionReordered,
+    VersionSet,
+    OperationSkipped,
+    TailRepaired,
+    SnapshotSetAside,
+]
+AnyRecord = Union[AnyEvent, TransactionCommitted]
+
+EVENT_TYPES: tuple[type[Event], ...] = AnyEvent.__args__  # type: ignore[attr-defined]
+RECORD_TAGS: frozenset[str] = frozenset(t.__struct_config__.tag for t in (*EVENT_TYPES, TransactionCommitted))
+
+
+class Cause(msgspec.Struct, frozen=True, kw_only=True):
+    """Why a transaction happened: written on its commit record."""
+
+    source: str
+    session: str | None = None
+    model: str | None = None
+    analysis: str | None = None
+    reasoning: str | None = None
+    note: str | None = None
+
+
+class UnknownRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """A line of a type this version does not know (written by a newer one): kept, never applied."""
+
+    seq: int
+    tx: str
+    type: str
+    at: str = ""
+
+
+encoder = msgspec.json.Encoder()
+record_decoder = msgspec.json.Decoder(AnyRecord)
+unknown_decoder = msgspec.json.Decoder(UnknownRecord)

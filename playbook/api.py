@@ -1,0 +1,245 @@
+"""The spec's public functions, as a thin facade over decide/evolve and the log.
+
+A playbook dict is read into a `PlaybookState`, commands are decided into events,
+the events are folded, and the result is written back as a dict. Nothing here
+re-implements a rule. Dicts returned by `load_playbook` remember the state they
+were read from (as an attribute, never as a key), so `save_playbook` appends only
+what the caller changed, decided against the log's current state: two processes
+that load, change and save at the same time both land.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import msgspec
+
+from eventlog.decide import (
+    AddNewKeyPoints,
+    ApplyOperations,
+    Evaluate,
+    ImportLegacy,
+    Prune,
+    ReplaceContent,
+    content_state,
+    decide,
+    decide_all,
+)
+from eventlog.domain import SECTION_SLUGS, PlaybookState
+from eventlog.errors import StorageError
+from eventlog.events import Cause, Event, KeyPointAdded
+from eventlog.evolve import fold
+from projections.render import format_state
+from projections.repository import PlaybookRepository
+from projections.snapshot import read_snapshot
+
+from .diagnostics import report, warn
+from .project import repository
+
+
+class LoadedPlaybook(dict):
+    """A playbook dict that remembers the log state it came from, so a save appends only the changes."""
+
+    __slots__ = ("origin",)
+
+    def __init__(self, *args: Any, origin: PlaybookState | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.origin = origin
+
+
+def _origin(playbook: Any) -> PlaybookState | None:
+    return getattr(playbook, "origin", None)
+
+
+def to_playbook_dict(state: PlaybookState, origin: PlaybookState | None = None) -> LoadedPlaybook:
+    """The spec's dict shape for `state`: version, last_updated and all five sections."""
+    return LoadedPlaybook(
+        {
+            "version": state.version,
+            "last_updated": state.last_updated,
+            "sections": {
+                section: [
+                    {"name": kp.name, "text": kp.text, "helpful": kp.helpful, "harmful": kp.harmful}
+                    for kp in state.sections[section].values()
+                ]
+                for section in SECTION_SLUGS
+            },
+        },
+        origin=origin,
+    )
+
+
+def _state_of(playbook: Any) -> PlaybookState:
+    """The state a dict describes; IDs continue past those the log it came from ever issued."""
+    state = content_state(playbook)[0]
+    origin = _origin(playbook)
+    if origin is not None:
+        for slug, number in origin.high_water.items():
+            state.high_water[slug] = max(state.high_water.get(slug, 0), number)
+    return state
+
+
+def _write_back(playbook: dict, state: PlaybookState) -> None:
+    """Make `playbook` hold `state`, in place, keeping the entry dicts and lists it already had."""
+    old_sections = playbook.get("sections")
+    existing: dict[str, dict] = {}
+    if isinstance(old_sections, dict):
+        for entries in old_sections.values():
+            for entry in entries if isinstance(entries, list) else []:
+                if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+                    existing.setdefault(entry["name"], entry)
+    new_sections: dict[str, list[dict]] = {}
+    for section in SECTION_SLUGS:
+        entries = []
+        for kp in state.sections[section].values():
+            entry = existing.get(kp.name)
+            if entry is None:
+                entry = {}
+            for stray in set(entry) - {"name", "text", "helpful", "harmful"}:
+                del entry[stray]
+            entry.update(name=kp.name, text=kp.text, helpful=kp.helpful, harmful=kp.harmful)
+            entries.append(entry)
+        old = old_sections.get(section) if isinstance(old_sections, dict) else None
+        if isinstance(old, list):
+            old[:] = entries
+            entries = old
+        new_sections[section] = entries
+    if isinstance(old_sections, dict):
+        old_sections.clear()
+        old_sections.update(new_sections)
+    else:
+        playbook["sections"] = new_sections
+    playbook.pop("key_points", None)
+
+
+def _new_dict(playbook: dict, state: PlaybookState) -> LoadedPlaybook:
+    """A new dict holding `state`, with the other top-level keys of `playbook` copied."""
+    result = LoadedPlaybook(copy.deepcopy({k: v for k, v in playbook.items() if k not in ("sections", "key_points")}),
+                            origin=_origin(playbook))
+    result["sections"] = to_playbook_dict(state)["sections"]
+    return result
+
+
+def _apply_curator_operations(state: PlaybookState, operations: list) -> list[Event]:
+    """The events of curator `operations` on `state` (REQ-CUR-002..005, 009, 013)."""
+    return decide(state, ApplyOperations(operations))
+
+
+# --- the spec's functions ---------------------------------------------------------------------
+
+
+def load_playbook() -> dict:
+    """The project's playbook from its log; a legacy playbook.json without a log is imported first.
+
+    Returns `{version, last_updated, sections}` with all five sections. When the files
+    cannot be written, what can be read is returned and one line goes to stderr.
+    """
+    repo = repository()
+    try:
+        state = repo.state()
+    except StorageError as exc:
+        warn(f"{exc}; the playbook is read without recording anything")
+        state = _read_only_state(repo)
+    return to_playbook_dict(state, origin=state.copy())
+
+
+def _read_only_state(repo: PlaybookRepository) -> PlaybookState:
+    """What the files say, computed in memory, for a project whose files cannot be written."""
+    if repo.store.exists():
+        return repo.current()[0]
+    found = read_snapshot(repo.snapshot_path)
+    if found is None or found.error is not None:
+        return PlaybookState()
+    data = msgspec.to_builtins(found.snapshot) if found.snapshot is not None else found.data
+    return fold(decide(PlaybookState(), ImportLegacy(data=data, path=str(repo.snapshot_path))))
+
+
+def save_playbook(playbook: dict) -> None:
+    """Record in the log what changed in `playbook` since it was loaded; playbook.json follows.
+
+    A dict that did not come from `load_playbook` replaces the playbook's content.
+    A save that changes nothing appends nothing and leaves `playbook` as it is.
+    Durable when it returns; raises StorageError when the files cannot be written.
+    """
+    if "sections" not in playbook:
+        raise AssertionError("Playbook must have 'sections' key. Got keys: " + str(list(playbook.keys())))
+    playbook.pop("key_points", None)
+    committed = repository().append(
+        [ReplaceContent(target=playbook, origin="save_playbook", base=_origin(playbook))],
+        Cause(source="save_playbook"),
+    )
+    if committed is None:
+        return
+    renamed = {e.proposed_name: e.name for e in committed.events if isinstance(e, KeyPointAdded) and e.proposed_name}
+    if renamed:
+        for entries in playbook["sections"].values():
+            for entry in entries if isinstance(entries, list) else []:
+                if isinstance(entry, dict) and entry.get("name") in renamed:
+                    entry["name"] = renamed[entry["name"]]
+    playbook["last_updated"] = committed.state.last_updated
+    if isinstance(playbook, LoadedPlaybook):
+        saved = content_state(playbook)[0]
+        saved.high_water = dict(committed.state.high_water)
+        playbook.origin = saved
+    report(committed.events)
+
+
+def format_playbook(playbook: dict) -> str:
+    """The playbook as prompt text (REQ-SECT-003); "" when it has no entries."""
+    return format_state(content_state(playbook)[0])
+
+
+def update_playbook_data(playbook: dict, extraction_result: dict) -> dict:
+    """Apply an extraction result: operations (or new_key_points), then evaluations, then pruning.
+
+    Without an `operations` list the dict is changed in place and returned; with one,
+    the caller's dict is never changed and a new dict is returned (the original one
+    if the operations raise).
+    """
+    result = extraction_result if isinstance(extraction_result, dict) else {}
+    operations = result.get("operations")
+    state = _state_of(playbook)
+    if isinstance(operations, list):
+        try:
+            events = _apply_curator_operations(state, operations) if operations else []
+        except Exception as exc:  # rollback: nothing of this call is applied
+            warn(f"operations failed and were rolled back: {exc}")
+            return playbook
+        after = fold(events, state)
+        events += decide_all(after, [Evaluate(result.get("evaluations", [])), Prune()])
+        report(events)
+        return _new_dict(playbook, fold(events, state))
+    events = decide_all(state, [AddNewKeyPoints(result.get("new_key_points", [])),
+                                Evaluate(result.get("evaluations", [])), Prune()])
+    report(events)
+    _write_back(playbook, fold(events, state))
+    return playbook
+
+
+def apply_structured_operations(playbook: dict, operations: list[dict]) -> dict:
+    """Apply curator operations to a copy of `playbook` and return it (REQ-CUR-014).
+
+    `[]` (or anything that is not a list) returns `playbook` itself; if applying raises,
+    the original is returned unchanged.
+    """
+    if not isinstance(operations, list) or not operations:
+        return playbook
+    state = _state_of(playbook)
+    try:
+        events = _apply_curator_operations(state, operations)
+    except Exception as exc:
+        warn(f"operations failed and were rolled back: {exc}")
+        return playbook
+    report(events)
+    return _new_dict(playbook, fold(events, state))
+
+
+def prune_harmful(playbook: dict) -> dict:
+    """Remove, in place, every entry with `harmful >= 3 and harmful > helpful`; return the dict."""
+    state = _state_of(playbook)
+    events = decide(state, Prune())
+    if events:
+        report(events)
+        _write_back(playbook, fold(events, state))
+    return playbook

@@ -1,0 +1,101 @@
+"""Diagnostic files: written only while `<project>/.claude/diagnostic_mode` exists.
+
+The log already holds every skip, truncation, unknown section and prune as data;
+diagnostic mode also writes them as small text files, as the older tool did.
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+from eventlog.domain import PRUNE_RULE
+from eventlog.events import (
+    Event,
+    KeyPointAdded,
+    KeyPointDeleted,
+    KeyPointImported,
+    KeyPointPruned,
+    KeyPointsMerged,
+    KeyPointUpdated,
+    OperationSkipped,
+    PlaybookImported,
+)
+
+from .project import claude_dir
+
+
+def is_diagnostic_mode() -> bool:
+    return (claude_dir() / "diagnostic_mode").exists()
+
+
+def save_diagnostic(content: str, name: str) -> Path:
+    """Write one diagnostic file under `<project>/.claude/diagnostic/` and return its path."""
+    directory = claude_dir() / "diagnostic"
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S-%f}_{name}.txt"
+    path.write_text(content, encoding="utf-8")
+    return path
+
+
+def warn(message: str) -> None:
+    print(f"playbook: {message}", file=sys.stderr)
+
+
+def _short(text: str) -> str:
+    return text[:80]
+
+
+def describe(events: list[Event]) -> tuple[list[str], dict[str, list[str]]]:
+    """(lines for stderr, diagnostic name -> lines) describing what `events` did or skipped."""
+    stderr: list[str] = []
+    notes: dict[str, list[str]] = {}
+
+    def note(name: str, line: str) -> None:
+        notes.setdefault(name, []).append(line)
+
+    for event in events:
+        match event:
+            case OperationSkipped(reason="truncated", detail=detail):
+                note("curator_truncation", detail)
+            case OperationSkipped(reason="unknown_id", detail=detail, kind=kind):
+                note("curator_unknown_id", detail)
+                if kind == "operation":
+                    stderr.append(f"skipped {detail}")
+            case OperationSkipped(reason="too_few_sources", detail=detail):
+                note("curator_invalid_operation", detail)
+                if "unknown:" in detail:
+                    note("curator_unknown_id", detail)
+            case OperationSkipped(kind=kind, reason=reason, detail=detail) if kind != "import":
+                note("curator_invalid_operation", f"{reason}: {detail}")
+            case KeyPointAdded(requested_section=str() as requested, text=text):
+                note("sections_unknown_section", f"Unknown section '{requested}' for key point: \"{_short(text)}\". Assigned to OTHERS.")
+            case KeyPointsMerged(missing_sources=missing, name=name) if missing:
+                note("curator_unknown_id", f"MERGE into {name}: unknown source ids {', '.join(missing)}")
+            case KeyPointDeleted(name=name, text=text, reason=reason):
+                note("curator_delete", f"DELETE {name}: \"{_short(text)}\" reason: {reason}")
+            case KeyPointUpdated(name=name, text=text, previous_text=previous):
+                note("curator_update", f"UPDATE {name}: \"{_short(previous)}\" -> \"{_short(text)}\"")
+            case KeyPointPruned(name=name, text=text, helpful=helpful, harmful=harmful):
+                line = f"pruned {name}: \"{_short(text)}\" (helpful={helpful}, harmful={harmful}) reason: {PRUNE_RULE}"
+                stderr.append(line)
+                note("playbook_pruning", line)
+            case PlaybookImported(file_format="flat", entries=count):
+                note("sections_migration", f"Migrated {count} entries from flat key_points to OTHERS section")
+            case PlaybookImported(file_format="dual_key"):
+                note("sections_dual_key_warning", "Dual-key playbook.json detected: both 'sections' and 'key_points' "
+                     "present. Using 'sections', ignoring 'key_points'.")
+            case KeyPointImported(source_format="dict_with_score" | "bare_string" as fmt, name=name):
+                note("playbook_migration", f"{name}: migrated from {fmt.replace('_', ' ')}")
+    return stderr, notes
+
+
+def report(events: list[Event]) -> None:
+    """Print what deserves the user's eye to stderr; in diagnostic mode, write the diagnostic files."""
+    stderr, notes = describe(events)
+    for line in stderr:
+        warn(line)
+    if notes and is_diagnostic_mode():
+        for name, lines in notes.items():
+            save_diagnostic("\n".join(lines) + "\n", name)

@@ -1,0 +1,38 @@
+"""The playbook as text for the model's prompt (REQ-SECT-003, REQ-SCORE-003/008)."""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from eventlog.domain import SECTION_SLUGS, PlaybookState
+
+
+@cache
+def load_template(name: str) -> str:
+    """The prompt template `name` (e.g. "playbook.txt") shipped in the `prompts` package."""
+    return resources.files("prompts").joinpath(name).read_text(encoding="utf-8")
+
+
+def format_entry(name: Any, text: Any, helpful: Any, harmful: Any) -> str:
+    return f"[{name}] helpful={helpful} harmful={harmful} :: {text}"
+
+
+def format_sections(sections: dict[str, list[tuple[Any, Any, Any, Any]]]) -> str:
+    """Key point blocks under `## SECTION` headers in canonical order; "" when every section is empty."""
+    blocks = []
+    for section in SECTION_SLUGS:
+        entries = sections.get(section) or []
+        if entries:
+            blocks.append("\n".join([f"## {section}", *(format_entry(*entry) for entry in entries)]))
+    if not blocks:
+        return ""
+    return load_template("playbook.txt").format(key_points="\n\n".join(blocks))
+
+
+def format_state(state: PlaybookState) -> str:
+    return format_sections(
+        {section: [(kp.name, kp.text, kp.helpful, kp.harmful) for kp in entries.values()]
+         for section, entries in state.sections.items()}
+    )

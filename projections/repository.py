@@ -1,0 +1,176 @@
+"""The playbook of one project: its log, and playbook.json kept as the log's projection.
+
+Every write goes through `append`: under the log's lock it first takes in what
+appeared outside the log (a legacy playbook.json with no log, a snapshot edited
+by hand, an unreadable snapshot set aside), then decides the caller's commands
+against the fresh state, appends them as one transaction, and replaces the
+snapshot. Nothing else writes playbook.json.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+import msgspec
+
+from eventlog.decide import Command, ImportLegacy, RecordUnreadableFile, ReplaceContent, decide_all
+from eventlog.domain import PlaybookState
+from eventlog.errors import StorageError
+from eventlog.events import Cause, Event, SnapshotSetAside
+from eventlog.store import Committed, JsonlEventStore, Position, fold_log, hash_at
+
+from .snapshot import ReadSnapshot, read_snapshot, render, state_of, write_atomically
+
+LOG_NAME = "playbook.events.jsonl"
+SNAPSHOT_NAME = "playbook.json"
+
+Decider = Callable[[PlaybookState], list[Event]]
+
+
+class PlaybookRepository:
+    """The log at `<claude_dir>/playbook.events.jsonl` and its snapshot `<claude_dir>/playbook.json`."""
+
+    def __init__(self, claude_dir: Path) -> None:
+        self.claude_dir = Path(claude_dir)
+        self.store = JsonlEventStore(self.claude_dir / LOG_NAME)
+        self.snapshot_path = self.claude_dir / SNAPSHOT_NAME
+
+    # --- reading (no lock, no writes) ---------------------------------------------------------
+
+    def checkpoint(self) -> tuple[PlaybookState, Position]:
+        """A trustworthy (state, position) to fold from: the snapshot when it is ours and matches the log."""
+        found = read_snapshot(self.snapshot_path)
+        if found is not None and found.snapshot is not None:
+            state, position = state_of(found.snapshot)
+            if position.offset <= self.store.size() and hash_at(self.store.path, position):
+                return state, position
+        return PlaybookState(), Position()
+
+    def is_fresh(self) -> bool:
+        """True when playbook.json reflects the whole log: one stat and one small read."""
+        found = read_snapshot(self.snapshot_path)
+        return (
+            found is not None and found.snapshot is not None and found.snapshot.log is not None
+            and found.snapshot.log.offset == self.store.size()
+        )
+
+    def current(self) -> tuple[PlaybookState, Position]:
+        """The state of the log's committed transactions, read-only (a stale snapshot is folded forward)."""
+        state, position = self.checkpoint()
+        state, position, _torn = fold_log(self.store.path, state, position)
+        return state, position
+
+    def needs_housekeeping(self) -> bool:
+        """True when something outside the log waits to be taken in, or the snapshot is stale."""
+        found = read_snapshot(self.snapshot_path)
+        if found is None:
+            return self.store.exists()
+        return found.snapshot is None or not self.is_fresh()
+
+    # --- writing --------------------------------------------------------------------------------
+
+    def state(self) -> PlaybookState:
+        """The up-to-date state, after taking in anything waiting outside the log (writes when needed)."""
+        if not self.needs_housekeeping():
+            return self.current()[0]
+        with self.store.locked():
+            state, position = self._housekeep()
+            self._write_snapshot(state, position)
+            return state
+
+    def append(self, commands: Sequence[Command] | Decider, cause: Cause) -> Committed | None:
+        """Decide `commands` against the fresh state and append them as one transaction.
+
+        Returns None when they change nothing. Durable, and playbook.json replaced, when it returns.
+        """
+        decider: Decider = commands if callable(commands) else (lambda state: decide_all(state, commands))
+        with self.store.locked():
+            state, position = self._housekeep()
+            committed = self.store.append_locked(state, position, decider, cause)
+            if committed is not None:
+                state, position = committed.state, committed.position
+            self._write_snapshot(state, position)
+            return committed
+
+    def rebuild(self) -> Position:
+        """Rewrite playbook.json from the whole log."""
+        with self.store.locked():
+            state, position, _torn = fold_log(self.store.path, PlaybookState())
+            self._write_snapshot(state, position, force=True)
+            return position
+
+    def _write_snapshot(self, state: PlaybookState, position: Position, force: bool = False) -> None:
+        data = render(state, position)
+        try:
+            if not force and self.snapshot_path.read_bytes() == data:
+                return
+        except OSError:
+            pass
+        try:
+            write_atomically(self.snapshot_path, data)
+        except OSError as exc:
+            raise StorageError(f"cannot write {self.snapshot_path}: {exc.strerror or exc}") from exc
+
+    def _housekeep(self) -> tuple[PlaybookState, Position]:
+        """Under the lock: take in what waits outside the log; return the state at the log's end."""
+        found = read_snapshot(self.snapshot_path)
+        has_log = self.store.exists()
+        path = str(self.snapshot_path)
+        if found is not None and found.error is not None:
+            moved = self._set_aside(found)
+            if not has_log:
+                return self._commit([RecordUnreadableFile(path=path, moved_aside=moved, error=found.error)],
+                                    Cause(source="import", note="unreadable playbook.json"))
+            state, position = self.current()
+            event = SnapshotSetAside(moved_to=moved or "", error=found.error)
+            committed = self.store.append_locked(state, position, lambda _s: [event], Cause(source="rebuild"))
+            assert committed is not None
+            return committed.state, committed.position
+        if not has_log:
+            if found is None:
+                return PlaybookState(), Position()
+            data = msgspec.to_builtins(found.snapshot) if found.snapshot is not None else found.data
+            return self._commit([ImportLegacy(data=data, path=path, genesis=True)],
+                                Cause(source="import", note="playbook.json found without a log"))
+        if found is not None and found.snapshot is None:
+            return self._import_manual_edit(found)
+        return self.current()
+
+    def _commit(self, commands: Sequence[Command], cause: Cause) -> tuple[PlaybookState, Position]:
+        state, position = self.checkpoint() if self.store.exists() else (PlaybookState(), Position())
+        committed = self.store.append_locked(state, position, lambda s: decide_all(s, commands), cause)
+        if committed is None:
+            return fold_log(self.store.path, state, position)[:2]
+        return committed.state, committed.position
+
+    def _import_manual_edit(self, found: ReadSnapshot) -> tuple[PlaybookState, Position]:
+        """A playbook.json that differs from what the log says it should be: its edits become events."""
+        base = self._claimed_base(found.data)
+        return self._commit([ReplaceContent(target=found.data, origin="manual_edit", base=base)],
+                            Cause(source="manual_edit", note=f"{self.snapshot_path.name} edited by hand"))
+
+    def _claimed_base(self, data: object) -> PlaybookState | None:
+        """The state at the log position an edited snapshot still claims, if that claim holds."""
+        log = data.get("log") if isinstance(data, dict) else None
+        try:
+            position = Position(offset=int(log["offset"]), seq=int(log["seq"]), hash=str(log["hash"]),
+                                line=int(log["line"]))
+        except (TypeError, KeyError, ValueError):
+            return None
+        if not hash_at(self.store.path, position):
+            return None
+        return fold_log(self.store.path, PlaybookState(), until=position.offset)[0]
+
+    def _set_aside(self, found: ReadSnapshot) -> str | None:
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+        target = self.snapshot_path.with_name(f"{self.snapshot_path.name}.unreadable-{stamp}")
+        try:
+            os.replace(self.snapshot_path, target)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StorageError(f"cannot move aside {self.snapshot_path}: {exc.strerror or exc}") from exc
+        return target.name

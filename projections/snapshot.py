@@ -1,0 +1,134 @@
+"""playbook.json: the spec's playbook format plus a `log` block saying which log position it reflects.
+
+The file is a pure function of the state at that position, so deleting it and
+rebuilding gives the same bytes. Its `digest` covers everything else in the file:
+a snapshot whose digest no longer matches was edited by hand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from eventlog.domain import SECTION_SLUGS, KeyPoint, PlaybookState
+from eventlog.store import Position
+
+
+class Entry(msgspec.Struct):
+    name: str
+    text: str
+    helpful: int
+    harmful: int
+
+
+class SnapshotLog(msgspec.Struct, kw_only=True):
+    offset: int
+    seq: int
+    hash: str
+    line: int
+    high_water: dict[str, int]
+    digest: str = ""
+
+
+class SnapshotFile(msgspec.Struct, kw_only=True):
+    version: str
+    last_updated: str | None
+    sections: dict[str, list[Entry]]
+    log: SnapshotLog | None = None
+
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(SnapshotFile)
+
+
+def _digest(snapshot: SnapshotFile) -> str:
+    assert snapshot.log is not None
+    unsigned = msgspec.structs.replace(snapshot, log=msgspec.structs.replace(snapshot.log, digest=""))
+    return hashlib.blake2b(_encoder.encode(unsigned), digest_size=12).hexdigest()
+
+
+def snapshot_of(state: PlaybookState, position: Position) -> SnapshotFile:
+    snapshot = SnapshotFile(
+        version=state.version,
+        last_updated=state.last_updated,
+        sections={
+            section: [Entry(kp.name, kp.text, kp.helpful, kp.harmful) for kp in state.sections[section].values()]
+            for section in SECTION_SLUGS
+        },
+        log=SnapshotLog(offset=position.offset, seq=position.seq, hash=position.hash, line=position.line,
+                        high_water=dict(state.high_water)),
+    )
+    assert snapshot.log is not None
+    snapshot.log.digest = _digest(snapshot)
+    return snapshot
+
+
+def render(state: PlaybookState, position: Position) -> bytes:
+    """The exact bytes of playbook.json for `state` at `position`."""
+    return msgspec.json.format(_encoder.encode(snapshot_of(state, position)), indent=2) + b"\n"
+
+
+class ReadSnapshot(msgspec.Struct):
+    """What a playbook.json holds. `snapshot` is set when the file is ours and untouched;
+    `data` is the parsed JSON otherwise (hand-written or hand-edited); `error` when unreadable."""
+
+    snapshot: SnapshotFile | None = None
+    data: Any = None
+    error: str | None = None
+
+
+def read_snapshot(path: Path) -> ReadSnapshot | None:
+    """The snapshot at `path`, or None when there is no file."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return ReadSnapshot(error=f"cannot read {path}: {exc.strerror or exc}")
+    try:
+        snapshot = _decoder.decode(raw)
+        if snapshot.log is not None and snapshot.log.digest == _digest(snapshot):
+            return ReadSnapshot(snapshot=snapshot)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        pass
+    try:
+        return ReadSnapshot(data=msgspec.json.decode(raw))
+    except msgspec.DecodeError as exc:
+        return ReadSnapshot(error=f"{path} is not JSON: {exc}")
+
+
+def state_of(snapshot: SnapshotFile) -> tuple[PlaybookState, Position]:
+    """The state and log position an untouched snapshot records."""
+    assert snapshot.log is not None
+    state = PlaybookState(version=snapshot.version, last_updated=snapshot.last_updated,
+                          high_water=dict(snapshot.log.high_water), seq=snapshot.log.seq)
+    for section in SECTION_SLUGS:
+        entries = state.sections[section]
+        for entry in snapshot.sections.get(section, []):
+            entries[entry.name] = KeyPoint(entry.name, entry.text, entry.helpful, entry.harmful)
+            state.where[entry.name] = section
+    log = snapshot.log
+    return state, Position(offset=log.offset, seq=log.seq, hash=log.hash, line=log.line)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace `path` with `data`: readers see the old file or the new one, never a mix. Durable when it returns."""
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(temp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,1 @@
+"""Prompt templates: data files read at run time with `load_template`."""

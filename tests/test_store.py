@@ -1,0 +1,199 @@
+"""The store's contract, run against every implementation, and the JSONL log's crash behaviour."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from eventlog.decide import ApplyOperations, Evaluate, decide_all
+from eventlog.domain import PlaybookState
+from eventlog.errors import CorruptLogError
+from eventlog.events import Cause, KeyPointAdded, TailRepaired, UnknownRecord
+from eventlog.evolve import fold
+from eventlog.store import InMemoryEventStore, JsonlEventStore, LogReader, Position, fold_log, split_hash, line_hash
+
+CAUSE = Cause(source="test", session="s-1", model="m", analysis="why", reasoning="because")
+
+
+def add(text: str, section: str = "OTHERS"):
+    return lambda state: decide_all(state, [ApplyOperations([{"type": "ADD", "text": text, "section": section}])])
+
+
+class StoreContract:
+    """What every store promises. Subclasses provide `store`."""
+
+    def make(self, tmp_path: Path):
+        raise NotImplementedError
+
+    def append(self, store, decider, state=None, position=None):
+        with store.locked():
+            return store.append_locked(state or PlaybookState(), position or Position(), decider, CAUSE)
+
+    def test_append_returns_stamped_events_and_state(self, tmp_path):
+        store = self.make(tmp_path)
+        committed = self.append(store, add("use types"))
+        assert [type(e) for e in committed.events] == [KeyPointAdded]
+        event = committed.events[0]
+        assert (event.seq, event.name) == (1, "oth-001")
+        assert committed.commit.seq == 2 and committed.commit.events == 1
+        assert committed.commit.source == "test" and committed.commit.analysis == "why"
+        assert committed.state.get("oth-001").text == "use types"
+
+    def test_nothing_decided_appends_nothing(self, tmp_path):
+        store = self.make(tmp_path)
+        assert self.append(store, lambda state: []) is None
+        assert list(store.read()) == []
+
+    def test_transactions_read_back_in_order_with_gap_free_sequence(self, tmp_path):
+        store = self.make(tmp_path)
+        for index in range(5):
+            self.append(store, add(f"tip {index}"))
+        transactions = list(store.read())
+        assert len(transactions) == 5
+        seqs = [r.seq for t in transactions for r in (*t.events, t.commit)]
+        assert seqs == list(range(1, 11))
+        assert len({t.commit.tx for t in transactions}) == 5
+
+    def test_each_append_decides_against_the_state_left_by_the_previous(self, tmp_path):
+        store = self.make(tmp_path)
+        self.append(store, add("same text"))
+        committed = self.append(store, add("same text"))  # stale caller state: the store folds forward
+        assert [e.reason for e in committed.events] == ["duplicate_text"]
+
+    def test_fold_of_everything_equals_the_state_returned_by_append(self, tmp_path):
+        store = self.make(tmp_path)
+        last = None
+        for index in range(3):
+            last = self.append(store, add(f"tip {index}"))
+        last = self.append(store, lambda s: decide_all(s, [Evaluate([{"name": "oth-002", "rating": "harmful"}])]))
+        events = [e for t in store.read() for e in t.events]
+        assert fold(events).sections == last.state.sections
+
+
+class TestInMemoryStore(StoreContract):
+    def make(self, tmp_path):
+        return InMemoryEventStore()
+
+
+class TestJsonlStore(StoreContract):
+    def make(self, tmp_path):
+        return JsonlEventStore(tmp_path / "log.jsonl")
+
+    def test_every_line_is_json_with_a_hash_chained_to_the_previous(self, tmp_path):
+        store = self.make(tmp_path)
+        self.append(store, add("a"))
+        self.append(store, add("b"))
+        previous = ""
+        for line in store.path.read_bytes().splitlines(keepends=True):
+            body, digest = split_hash(line)
+            assert digest == line_hash(previous, body)
+            previous = digest
+
+    def test_unknown_record_type_is_read_kept_and_not_applied(self, tmp_path):
+        store = self.make(tmp_path)
+        self.append(store, add("a"))
+        raw = store.path.read_bytes()
+        previous = split_hash(raw.splitlines()[-1])[1]
+        body = b'{"type":"FromTheFuture","seq":3,"tx":"zz","at":"2030-01-01T00:00:00+00:00","x":1}'
+        commit = b'{"type":"TransactionCommitted","seq":4,"tx":"zz","at":"2030-01-01T00:00:00+00:00","events":1,"source":"v9"}'
+        body_hash = line_hash(previous, body)
+        lines = [body[:-1] + b',"h":"' + body_hash.encode() + b'"}\n']
+        lines.append(commit[:-1] + b',"h":"' + line_hash(body_hash, commit).encode() + b'"}\n')
+        store.path.write_bytes(raw + b"".join(lines))
+        transactions = list(store.read())
+        assert isinstance(transactions[1].events[0], UnknownRecord)
+        assert transactions[1].events[0].type == "FromTheFuture"
+        committed = self.append(store, add("b"))
+        assert committed.events[0].seq == 5
+        assert lines[0] in store.path.read_bytes()
+
+
+def _three_transactions(tmp_path: Path) -> tuple[JsonlEventStore, list[int]]:
+    store = JsonlEventStore(tmp_path / "log.jsonl")
+    ends = []
+    for text in ("one", "two", "three"):
+        with store.locked():
+            committed = store.append_locked(PlaybookState(), Position(), add(text), CAUSE)
+        ends.append(committed.position.offset)
+    return store, ends
+
+
+def test_a_cut_at_every_byte_offset_shows_whole_transactions_and_the_next_append_repairs(tmp_path):
+    store, ends = _three_transactions(tmp_path)
+    full = store.path.read_bytes()
+    for cut in range(ends[1], len(full) + 1):
+        store.path.write_bytes(full[:cut])
+        for leftover in store.path.parent.glob("log.jsonl.torn-*"):
+            leftover.unlink()
+        reader = LogReader(store.path)
+        texts = [e.text for t in reader for e in t.events]
+        whole = [t for t, end in zip(("one", "two", "three"), ends) if end <= cut]
+        assert texts == whole, cut
+        assert (reader.torn is None) == (cut in ends), cut
+        with store.locked():
+            committed = store.append_locked(PlaybookState(), Position(), add("four"), CAUSE)
+        after = [e for t in store.read() for e in t.events]
+        assert [e.text for e in after if isinstance(e, KeyPointAdded)] == whole + ["four"], cut
+        if cut not in ends:
+            repaired = [e for e in committed.events if isinstance(e, TailRepaired)]
+            assert repaired and repaired[0].bytes_cut == cut - ends[1]
+            kept = store.path.parent / repaired[0].kept_at
+            assert kept.read_bytes() == full[ends[1]:cut]
+
+
+@pytest.mark.parametrize("junk", [b"\x00" * 300, b"garbage without newline", b"{\"type\": \"Key\n\x00\x00\n"])
+def test_a_tail_of_junk_is_invisible_and_cut_by_the_next_writer(tmp_path, junk):
+    store, ends = _three_transactions(tmp_path)
+    store.path.write_bytes(store.path.read_bytes() + junk)
+    assert len(list(store.read())) == 3
+    with store.locked():
+        committed = store.append_locked(PlaybookState(), Position(), add("four"), CAUSE)
+    assert isinstance(committed.events[0], TailRepaired)
+    assert len(list(store.read())) == 4
+
+
+def test_a_damaged_line_in_the_middle_stops_reading_and_writing_with_its_line_number(tmp_path):
+    store, ends = _three_transactions(tmp_path)
+    lines = store.path.read_bytes().splitlines(keepends=True)
+    lines[2] = lines[2].replace(b'"type":"KeyPointAdded"', b'"type":"KeyPointAdde\xff"')
+    store.path.write_bytes(b"".join(lines))
+    with pytest.raises(CorruptLogError) as raised:
+        list(store.read())
+    assert raised.value.line == 3 and raised.value.path == store.path
+    assert raised.value.offset == len(lines[0]) + len(lines[1])
+    before = store.path.read_bytes()
+    with pytest.raises(CorruptLogError):
+        with store.locked():
+            store.append_locked(PlaybookState(), Position(), add("four"), CAUSE)
+    assert store.path.read_bytes() == before
+
+
+def test_a_byte_changed_inside_a_text_in_the_middle_is_reported(tmp_path):
+    store, ends = _three_transactions(tmp_path)
+    data = store.path.read_bytes()
+    flipped = data.replace(b'"text":"two"', b'"text":"twx"')
+    store.path.write_bytes(flipped)
+    with pytest.raises(CorruptLogError) as raised:
+        list(store.read())
+    assert raised.value.line == 3 and "hash" in raised.value.reason
+
+
+def test_a_deleted_line_in_the_middle_is_reported(tmp_path):
+    store, ends = _three_transactions(tmp_path)
+    lines = store.path.read_bytes().splitlines(keepends=True)
+    del lines[2]
+    store.path.write_bytes(b"".join(lines))
+    with pytest.raises(CorruptLogError) as raised:
+        list(store.read())
+    assert raised.value.line == 3
+
+
+def test_fold_from_a_checkpoint_reads_only_the_tail(tmp_path):
+    store, ends = _three_transactions(tmp_path)
+    state, position, torn = fold_log(store.path, PlaybookState())
+    assert position.offset == ends[-1] and torn is None
+    partial, middle, _ = fold_log(store.path, PlaybookState(), until=ends[1])
+    assert middle.offset == ends[1]
+    rest, end, _ = fold_log(store.path, partial, middle)
+    assert rest.sections == state.sections and end == position
