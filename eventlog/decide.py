@@ -20,7 +20,6 @@ from .domain import (
     next_name,
     resolve_section_detail,
     should_prune,
-    slug_number,
 )
 from .events import (
     CountersSet,
@@ -110,7 +109,8 @@ class ReplaceContent(msgspec.Struct, frozen=True):
 
     Only what differs between `base` and `target` is applied, to the current state:
     so concurrent writers both land. Without `base`, the current state is the base
-    and `target` wins outright.
+    and `target` wins outright. Names in `target` are kept; a new entry whose name a
+    concurrent writer took meanwhile gets the next free ID of its section.
     """
 
     target: Any
@@ -365,7 +365,7 @@ def import_events(normalized: NormalizedPlaybook, path: str, genesis: bool) -> l
 def _import_legacy(d: _Decision, command: ImportLegacy) -> None:
     normalized = normalize_playbook(command.data)
     if not command.genesis:
-        # Into a live log, imported names must not collide with or revive existing ones.
+        # Into a live log, an imported name must not collide with an existing one.
         normalized = _rename_for(d.state, normalized)
     for event in import_events(normalized, command.path, command.genesis):
         d.emit(event)
@@ -375,7 +375,7 @@ def _rename_for(state: PlaybookState, normalized: NormalizedPlaybook) -> Normali
     scratch = state.copy()
     entries = []
     for entry in normalized.entries:
-        if scratch.get(entry.name) is not None or _retired(scratch, entry.name):
+        if scratch.get(entry.name) is not None:
             entry = msgspec.structs.replace(
                 entry, name=next_name(scratch, entry.section), original_name=entry.original_name or entry.name
             )
@@ -401,12 +401,6 @@ def content_state(data: Any) -> tuple[PlaybookState, NormalizedPlaybook]:
     return state, normalized
 
 
-def _retired(state: PlaybookState, name: str) -> bool:
-    """True for a slug ID that the log issued once and that no longer names an entry."""
-    parsed = slug_number(name)
-    return parsed is not None and state.get(name) is None and parsed[1] <= state.high_water.get(parsed[0], 0)
-
-
 def _replace_content(d: _Decision, command: ReplaceContent) -> None:
     target, normalized = content_state(command.target)
     for rejected in normalized.rejected:
@@ -421,9 +415,8 @@ def _replace_content(d: _Decision, command: ReplaceContent) -> None:
     for section, kp in target.entries():
         before = base.get(kp.name)
         if before is None:
-            name = kp.name
-            if d.state.get(name) is not None or _retired(d.state, name):
-                name = next_name(d.state, section)
+            # A name the caller chose is kept unless a concurrent writer took it meanwhile.
+            name = kp.name if d.state.get(kp.name) is None else next_name(d.state, section)
             renamed[kp.name] = name
             d.emit(KeyPointAdded(section=section, name=name, text=kp.text, helpful=kp.helpful, harmful=kp.harmful,
                                  origin=origin, proposed_name=kp.name if name != kp.name else None))

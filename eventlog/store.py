@@ -130,7 +130,7 @@ class LogReader:
     def __iter__(self) -> Iterator[Transaction]:
         try:
             handle = open(self.path, "rb")
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return
         with handle:
             handle.seek(self.position.offset)
@@ -256,15 +256,12 @@ class JsonlEventStore:
         self.lock_path = self.path.with_name(self.path.name + ".lock")
 
     def exists(self) -> bool:
-        try:
-            return self.path.stat().st_size > 0
-        except FileNotFoundError:
-            return False
+        return self.size() > 0
 
     def size(self) -> int:
         try:
             return self.path.stat().st_size
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return 0
 
     def read(self, start: Position = Position()) -> LogReader:
@@ -275,6 +272,9 @@ class JsonlEventStore:
         """Hold the exclusive writer lock (blocking)."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot create directory {self.path.parent}: {exc.strerror or exc}") from exc
+        try:
             fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o666)
         except OSError as exc:
             raise StorageError(f"cannot lock {self.lock_path}: {exc.strerror or exc}") from exc

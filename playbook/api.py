@@ -141,6 +141,8 @@ def load_playbook() -> dict:
     except StorageError as exc:
         warn(f"{exc}; the playbook is read without recording anything")
         state = _read_only_state(repo)
+    for committed in repo.taken_in:
+        report(committed.events)
     return to_playbook_dict(state, origin=state.copy())
 
 

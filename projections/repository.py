@@ -37,6 +37,8 @@ class PlaybookRepository:
         self.claude_dir = Path(claude_dir)
         self.store = JsonlEventStore(self.claude_dir / LOG_NAME)
         self.snapshot_path = self.claude_dir / SNAPSHOT_NAME
+        self.taken_in: list[Committed] = []
+        """Transactions this object appended for what it found outside the log (imports, edits)."""
 
     # --- reading (no lock, no writes) ---------------------------------------------------------
 
@@ -128,6 +130,7 @@ class PlaybookRepository:
             event = SnapshotSetAside(moved_to=moved or "", error=found.error)
             committed = self.store.append_locked(state, position, lambda _s: [event], Cause(source="rebuild"))
             assert committed is not None
+            self.taken_in.append(committed)
             return committed.state, committed.position
         if not has_log:
             if found is None:
@@ -144,6 +147,7 @@ class PlaybookRepository:
         committed = self.store.append_locked(state, position, lambda s: decide_all(s, commands), cause)
         if committed is None:
             return fold_log(self.store.path, state, position)[:2]
+        self.taken_in.append(committed)
         return committed.state, committed.position
 
     def _import_manual_edit(self, found: ReadSnapshot) -> tuple[PlaybookState, Position]:
