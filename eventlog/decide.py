@@ -32,6 +32,10 @@ from .events import (
     KeyPointPruned,
     KeyPointsMerged,
     KeyPointUpdated,
+    LearningCompleted,
+    LearningFailed,
+    LearningRequested,
+    LearningSkipped,
     OperationSkipped,
     PlaybookImported,
     SectionReordered,
@@ -118,7 +122,43 @@ class ReplaceContent(msgspec.Struct, frozen=True):
     base: PlaybookState | None = None
 
 
-Command = Union[ApplyOperations, AddNewKeyPoints, Evaluate, Prune, ImportLegacy, RecordUnreadableFile, ReplaceContent]
+class RequestLearning(msgspec.Struct, frozen=True, kw_only=True):
+    """A hook asks for a learning cycle over `transcript` (run later, in the background)."""
+
+    request: str
+    hook: str
+    transcript: str
+    session: str | None = None
+    reason: str | None = None
+
+
+class CompleteLearning(msgspec.Struct, frozen=True, kw_only=True):
+    """Close a pending request: the transcript is learned from `from_line` up to `through_line`."""
+
+    request: str
+    transcript: str
+    from_line: int
+    through_line: int
+    cited: list[str] = []
+
+
+class FailLearning(msgspec.Struct, frozen=True, kw_only=True):
+    request: str
+    error: str
+    transcript: str = ""
+
+
+class SkipLearning(msgspec.Struct, frozen=True, kw_only=True):
+    request: str
+    reason: str
+    transcript: str = ""
+    through_line: int | None = None
+
+
+Command = Union[
+    ApplyOperations, AddNewKeyPoints, Evaluate, Prune, ImportLegacy, RecordUnreadableFile, ReplaceContent,
+    RequestLearning, CompleteLearning, FailLearning, SkipLearning,
+]
 
 
 class _Decision:
@@ -446,6 +486,34 @@ def _replace_content(d: _Decision, command: ReplaceContent) -> None:
             d.emit(SectionReordered(section=section, names=wanted + [n for n in present if n not in wanted_set]))
 
 
+# --- learning bookkeeping -------------------------------------------------------------------------
+
+
+def _request_learning(d: _Decision, command: RequestLearning) -> None:
+    if command.request not in d.state.pending:
+        d.emit(LearningRequested(request=command.request, hook=command.hook, transcript=command.transcript,
+                                 session=command.session, reason=command.reason))
+
+
+def _complete_learning(d: _Decision, command: CompleteLearning) -> None:
+    # A request finished elsewhere meanwhile is not finished twice: its turns would count twice.
+    if command.request in d.state.pending:
+        d.emit(LearningCompleted(request=command.request, transcript=command.transcript,
+                                 from_line=command.from_line, through_line=command.through_line,
+                                 cited=list(command.cited)))
+
+
+def _fail_learning(d: _Decision, command: FailLearning) -> None:
+    if command.request in d.state.pending:
+        d.emit(LearningFailed(request=command.request, error=command.error, transcript=command.transcript))
+
+
+def _skip_learning(d: _Decision, command: SkipLearning) -> None:
+    if command.request in d.state.pending:
+        d.emit(LearningSkipped(request=command.request, reason=command.reason, transcript=command.transcript,
+                               through_line=command.through_line))
+
+
 _HANDLERS: dict[type, Callable[[_Decision, Any], None]] = {
     ApplyOperations: _apply_operations,
     AddNewKeyPoints: _add_new_key_points,
@@ -454,4 +522,8 @@ _HANDLERS: dict[type, Callable[[_Decision, Any], None]] = {
     ImportLegacy: _import_legacy,
     RecordUnreadableFile: _record_unreadable,
     ReplaceContent: _replace_content,
+    RequestLearning: _request_learning,
+    CompleteLearning: _complete_learning,
+    FailLearning: _fail_learning,
+    SkipLearning: _skip_learning,
 }

@@ -33,6 +33,16 @@ class KeyPoint(msgspec.Struct):
     harmful: int = 0
 
 
+class PendingLearning(msgspec.Struct, frozen=True):
+    """A learning request recorded by a hook and not yet finished."""
+
+    request: str
+    hook: str
+    transcript: str
+    session: str | None = None
+    requested_at: str = ""
+
+
 class PlaybookState(msgspec.Struct):
     """Everything the log says about the playbook at one position.
 
@@ -49,6 +59,10 @@ class PlaybookState(msgspec.Struct):
     where: dict[str, str] = msgspec.field(default_factory=dict)
     high_water: dict[str, int] = msgspec.field(default_factory=lambda: dict.fromkeys(SECTION_SLUGS.values(), 0))
     seq: int = 0
+    pending: dict[str, PendingLearning] = msgspec.field(default_factory=dict)
+    """Learning requests not yet finished, by request id."""
+    progress: dict[str, int] = msgspec.field(default_factory=dict)
+    """Per transcript path, the line up to which learning has gone."""
 
     def copy(self) -> PlaybookState:
         """A deep copy: the fold may mutate it without touching this one."""
@@ -62,6 +76,8 @@ class PlaybookState(msgspec.Struct):
             where=dict(self.where),
             high_water=dict(self.high_water),
             seq=self.seq,
+            pending=dict(self.pending),
+            progress=dict(self.progress),
         )
 
     def get(self, name: str) -> KeyPoint | None:

@@ -174,6 +174,43 @@ class SnapshotSetAside(Event, frozen=True, kw_only=True, tag="SnapshotSetAside")
     error: str
 
 
+class LearningRequested(Event, frozen=True, kw_only=True, tag="LearningRequested"):
+    """A hook asked to learn from a transcript; pending until completed, failed or skipped."""
+
+    request: str
+    hook: str
+    transcript: str
+    session: str | None = None
+    reason: str | None = None
+
+
+class LearningCompleted(Event, frozen=True, kw_only=True, tag="LearningCompleted"):
+    """A learning cycle ran; the transcript is learned up to `through_line` (exclusive)."""
+
+    request: str
+    transcript: str
+    from_line: int
+    through_line: int
+    cited: list[str] = []
+
+
+class LearningFailed(Event, frozen=True, kw_only=True, tag="LearningFailed"):
+    """A learning cycle could not finish (model unreachable, unusable reply, deadline); nothing was learned."""
+
+    request: str
+    error: str
+    transcript: str = ""
+
+
+class LearningSkipped(Event, frozen=True, kw_only=True, tag="LearningSkipped"):
+    """A learning request that was not run (no API key, nothing new in the transcript, ...)."""
+
+    request: str
+    reason: str
+    transcript: str = ""
+    through_line: int | None = None
+
+
 class TransactionCommitted(Record, frozen=True, kw_only=True, tag="TransactionCommitted"):
     """Closes a transaction of `events` records. Readers see a transaction only once this is written."""
 
@@ -202,6 +239,10 @@ AnyEvent = Union[
     OperationSkipped,
     TailRepaired,
     SnapshotSetAside,
+    LearningRequested,
+    LearningCompleted,
+    LearningFailed,
+    LearningSkipped,
 ]
 AnyRecord = Union[AnyEvent, TransactionCommitted]
 

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .domain import KeyPoint, PlaybookState, legacy_number, slug_number
+from .domain import OTHERS, KeyPoint, PendingLearning, PlaybookState, legacy_number, slug_number
 from .events import (
     CountersSet,
+    LearningCompleted,
+    LearningFailed,
+    LearningRequested,
+    LearningSkipped,
     Event,
     KeyPointAdded,
     KeyPointDeleted,
@@ -24,6 +28,8 @@ from .events import (
     KeyPointUpdated,
     PlaybookImported,
     SectionReordered,
+    SnapshotSetAside,
+    TailRepaired,
     VersionSet,
 )
 
@@ -39,7 +45,10 @@ def _note_name(state: PlaybookState, name: str) -> None:
 
 
 def _insert(state: PlaybookState, section: str, kp: KeyPoint) -> None:
-    # A name that is somehow already present is replaced, keeping names unique.
+    # A name that is somehow already present is replaced, keeping names unique; a section this
+    # version does not know (a newer writer's) lands in OTHERS rather than failing every reader.
+    if section not in state.sections:
+        section = OTHERS
     _remove(state, kp.name)
     state.sections[section][kp.name] = kp
     state.where[kp.name] = section
@@ -82,13 +91,28 @@ def apply(state: PlaybookState, event: Event) -> None:
         case KeyPointMoved(name=name, to_section=to_section):
             if (kp := _remove(state, name)) is not None:
                 _insert(state, to_section, kp)
-        case SectionReordered(section=section, names=names):
+        case SectionReordered(section=section, names=names) if section in state.sections:
             entries = state.sections[section]
             ordered = {name: entries[name] for name in names if name in entries}
             ordered.update(entries)
             state.sections[section] = ordered
         case VersionSet(version=version):
             state.version = version
+        case LearningRequested(request=request, hook=hook, transcript=transcript, session=session):
+            state.pending[request] = PendingLearning(request, hook, transcript, session, event.at)
+            return
+        case LearningCompleted(request=request, transcript=transcript, through_line=line) | LearningSkipped(
+            request=request, transcript=transcript, through_line=int() as line
+        ):
+            state.pending.pop(request, None)
+            if transcript and line > state.progress.get(transcript, 0):
+                state.progress[transcript] = line
+            return
+        case LearningFailed(request=request) | LearningSkipped(request=request):
+            state.pending.pop(request, None)
+            return
+        case TailRepaired() | SnapshotSetAside():
+            return  # housekeeping: the playbook itself did not change
     if event.at:
         state.last_updated = event.at
 

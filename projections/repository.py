@@ -22,6 +22,7 @@ from eventlog.errors import StorageError
 from eventlog.events import Cause, Event, SnapshotSetAside
 from eventlog.store import Committed, JsonlEventStore, Position, fold_log, hash_at
 
+from .injection import INJECTION_NAME, hook_output, injection_file
 from .snapshot import ReadSnapshot, read_snapshot, render, state_of, write_atomically
 
 LOG_NAME = "playbook.events.jsonl"
@@ -37,6 +38,7 @@ class PlaybookRepository:
         self.claude_dir = Path(claude_dir)
         self.store = JsonlEventStore(self.claude_dir / LOG_NAME)
         self.snapshot_path = self.claude_dir / SNAPSHOT_NAME
+        self.injection_path = self.claude_dir / INJECTION_NAME
         self.taken_in: list[Committed] = []
         """Transactions this object appended for what it found outside the log (imports, edits)."""
 
@@ -78,10 +80,7 @@ class PlaybookRepository:
         """The up-to-date state, after taking in anything waiting outside the log (writes when needed)."""
         if not self.needs_housekeeping():
             return self.current()[0]
-        with self.store.locked():
-            state, position = self._housekeep()
-            self._write_snapshot(state, position)
-            return state
+        return self.refresh()
 
     def append(self, commands: Sequence[Command] | Decider, cause: Cause) -> Committed | None:
         """Decide `commands` against the fresh state and append them as one transaction.
@@ -97,6 +96,13 @@ class PlaybookRepository:
             self._write_snapshot(state, position)
             return committed
 
+    def refresh(self) -> PlaybookState:
+        """Bring playbook.json and the injection projection up to date with the log."""
+        with self.store.locked():
+            state, position = self._housekeep()
+            self._write_snapshot(state, position)
+            return state
+
     def rebuild(self) -> Position:
         """Rewrite playbook.json from the whole log."""
         with self.store.locked():
@@ -105,14 +111,22 @@ class PlaybookRepository:
             return position
 
     def _write_snapshot(self, state: PlaybookState, position: Position, force: bool = False) -> None:
+        """Write playbook.json and the injection projection, each only when its bytes change."""
         data = render(state, position)
         try:
-            if not force and self.snapshot_path.read_bytes() == data:
-                return
+            current = self.snapshot_path.read_bytes()
         except OSError:
-            pass
+            current = None
         try:
-            write_atomically(self.snapshot_path, data)
+            if force or current != data:
+                write_atomically(self.snapshot_path, data)
+            injection = injection_file(position.offset, self.snapshot_path.stat().st_mtime_ns, hook_output(state))
+            try:
+                if self.injection_path.read_bytes() == injection:
+                    return
+            except OSError:
+                pass
+            write_atomically(self.injection_path, injection)
         except OSError as exc:
             raise StorageError(f"cannot write {self.snapshot_path}: {exc.strerror or exc}") from exc
 
@@ -133,8 +147,8 @@ class PlaybookRepository:
             self.taken_in.append(committed)
             return committed.state, committed.position
         if not has_log:
-            if found is None:
-                return PlaybookState(), Position()
+            if found is None or (found.snapshot is not None and found.snapshot.log.offset == 0):
+                return PlaybookState(), Position()  # nothing yet, or our own empty projection
             data = msgspec.to_builtins(found.snapshot) if found.snapshot is not None else found.data
             return self._commit([ImportLegacy(data=data, path=path, genesis=True)],
                                 Cause(source="import", note="playbook.json found without a log"))

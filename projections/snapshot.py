@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from eventlog.domain import SECTION_SLUGS, KeyPoint, PlaybookState
+from eventlog.domain import SECTION_SLUGS, KeyPoint, PendingLearning, PlaybookState
 from eventlog.store import Position
 
 
@@ -31,6 +31,8 @@ class SnapshotLog(msgspec.Struct, kw_only=True):
     hash: str
     line: int
     high_water: dict[str, int]
+    pending: dict[str, PendingLearning] = {}
+    progress: dict[str, int] = {}
     digest: str = ""
 
 
@@ -60,7 +62,8 @@ def snapshot_of(state: PlaybookState, position: Position) -> SnapshotFile:
             for section in SECTION_SLUGS
         },
         log=SnapshotLog(offset=position.offset, seq=position.seq, hash=position.hash, line=position.line,
-                        high_water=dict(state.high_water)),
+                        high_water=dict(state.high_water), pending=dict(state.pending),
+                        progress=dict(state.progress)),
     )
     assert snapshot.log is not None
     snapshot.log.digest = _digest(snapshot)
@@ -105,7 +108,8 @@ def state_of(snapshot: SnapshotFile) -> tuple[PlaybookState, Position]:
     """The state and log position an untouched snapshot records."""
     assert snapshot.log is not None
     state = PlaybookState(version=snapshot.version, last_updated=snapshot.last_updated,
-                          high_water=dict(snapshot.log.high_water), seq=snapshot.log.seq)
+                          high_water=dict(snapshot.log.high_water), seq=snapshot.log.seq,
+                          pending=dict(snapshot.log.pending), progress=dict(snapshot.log.progress))
     for section in SECTION_SLUGS:
         entries = state.sections[section]
         for entry in snapshot.sections.get(section, []):
