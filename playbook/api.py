@@ -18,6 +18,7 @@ import msgspec
 from eventlog.decide import (
     AddNewKeyPoints,
     ApplyOperations,
+    Command,
     Evaluate,
     ImportLegacy,
     Prune,
@@ -39,13 +40,25 @@ from .project import repository
 
 
 class LoadedPlaybook(dict):
-    """A playbook dict that remembers the log state it came from, so a save appends only the changes."""
+    """A playbook dict that remembers the log state it came from and the commands applied since.
 
-    __slots__ = ("origin",)
+    `save_playbook` appends those commands themselves (so the log keeps each rating,
+    addition and prune with its meaning), then whatever else was edited in the dict.
+    """
 
-    def __init__(self, *args: Any, origin: PlaybookState | None = None, **kwargs: Any) -> None:
+    __slots__ = ("origin", "pending")
+
+    def __init__(self, *args: Any, origin: PlaybookState | None = None, pending: list[Command] | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.origin = origin
+        self.pending: list[Command] = list(pending or [])
+
+
+def _remember(playbook: Any, result: Any, commands: list[Command]) -> None:
+    """Note on `result` the commands that turned `playbook` into it, if `playbook` came from the log."""
+    if isinstance(result, LoadedPlaybook) and isinstance(playbook, LoadedPlaybook) and playbook.origin is not None:
+        result.pending = [*playbook.pending, *commands]
 
 
 def _origin(playbook: Any) -> PlaybookState | None:
@@ -116,7 +129,7 @@ def _write_back(playbook: dict, state: PlaybookState) -> None:
 def _new_dict(playbook: dict, state: PlaybookState) -> LoadedPlaybook:
     """A new dict holding `state`, with the other top-level keys of `playbook` copied."""
     result = LoadedPlaybook(copy.deepcopy({k: v for k, v in playbook.items() if k not in ("sections", "key_points")}),
-                            origin=_origin(playbook))
+                            origin=_origin(playbook), pending=getattr(playbook, "pending", None))
     result["sections"] = to_playbook_dict(state)["sections"]
     return result
 
@@ -167,11 +180,24 @@ def save_playbook(playbook: dict) -> None:
     if "sections" not in playbook:
         raise AssertionError("Playbook must have 'sections' key. Got keys: " + str(list(playbook.keys())))
     playbook.pop("key_points", None)
+    base = _origin(playbook)
+    pending: list[Command] = list(getattr(playbook, "pending", []) or []) if base is not None else []
+    if pending:
+        # What the facade calls produced from the loaded state; anything beyond it was edited by hand.
+        base = fold(decide_all(base, pending), base)
     committed = repository().append(
-        [ReplaceContent(target=playbook, origin="save_playbook", base=_origin(playbook))],
+        [*pending, ReplaceContent(target=playbook, origin="save_playbook", base=base)],
         Cause(source="save_playbook"),
     )
     if committed is None:
+        return
+    if pending and isinstance(playbook, LoadedPlaybook):
+        # The commands were decided against the log as it is now: the dict follows the log.
+        _write_back(playbook, committed.state)
+        playbook["version"] = committed.state.version
+        playbook["last_updated"] = committed.state.last_updated
+        playbook.origin, playbook.pending = committed.state.copy(), []
+        report(committed.events)
         return
     renamed = {e.proposed_name: e.name for e in committed.events if isinstance(e, KeyPointAdded) and e.proposed_name}
     if renamed:
@@ -183,7 +209,7 @@ def save_playbook(playbook: dict) -> None:
     if isinstance(playbook, LoadedPlaybook):
         saved = content_state(playbook)[0]
         saved.high_water = dict(committed.state.high_water)
-        playbook.origin = saved
+        playbook.origin, playbook.pending = saved, []
     report(committed.events)
 
 
@@ -211,11 +237,15 @@ def update_playbook_data(playbook: dict, extraction_result: dict) -> dict:
         after = fold(events, state)
         events += decide_all(after, [Evaluate(result.get("evaluations", [])), Prune()])
         report(events)
-        return _new_dict(playbook, fold(events, state))
-    events = decide_all(state, [AddNewKeyPoints(result.get("new_key_points", [])),
-                                Evaluate(result.get("evaluations", [])), Prune()])
+        updated = _new_dict(playbook, fold(events, state))
+        _remember(playbook, updated, [ApplyOperations(operations), Evaluate(result.get("evaluations", [])), Prune()])
+        return updated
+    commands: list[Command] = [AddNewKeyPoints(result.get("new_key_points", [])),
+                               Evaluate(result.get("evaluations", [])), Prune()]
+    events = decide_all(state, commands)
     report(events)
     _write_back(playbook, fold(events, state))
+    _remember(playbook, playbook, commands)
     return playbook
 
 
@@ -234,7 +264,9 @@ def apply_structured_operations(playbook: dict, operations: list[dict]) -> dict:
         warn(f"operations failed and were rolled back: {exc}")
         return playbook
     report(events)
-    return _new_dict(playbook, fold(events, state))
+    updated = _new_dict(playbook, fold(events, state))
+    _remember(playbook, updated, [ApplyOperations(operations)])
+    return updated
 
 
 def prune_harmful(playbook: dict) -> dict:
@@ -244,4 +276,5 @@ def prune_harmful(playbook: dict) -> dict:
     if events:
         report(events)
         _write_back(playbook, fold(events, state))
+        _remember(playbook, playbook, [Prune()])
     return playbook

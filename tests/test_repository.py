@@ -194,7 +194,26 @@ def test_concurrent_new_names_are_renamed_not_overwritten(project, repo):
     playbook.save_playbook(second)
     loaded = playbook.load_playbook()["sections"]["OTHERS"]
     assert [(e["name"], e["text"]) for e in loaded] == [("oth-001", "from first"), ("oth-002", "from second")]
-    assert second["sections"]["OTHERS"][0]["name"] == "oth-002"  # the caller's dict follows the log
+    # The caller's dict follows the log, the other writer's entry included.
+    assert [(e["name"], e["text"]) for e in second["sections"]["OTHERS"]] == [(e["name"], e["text"]) for e in loaded]
+
+
+def test_a_save_records_what_the_facade_did_with_its_meaning(project, repo):
+    repo.append(ops({"type": "ADD", "text": "a"}), CAUSE)
+    pb = playbook.load_playbook()
+    pb = playbook.update_playbook_data(pb, {
+        "operations": [{"type": "ADD", "text": "b", "section": "nowhere"}],
+        "evaluations": [{"name": "oth-001", "rating": "helpful", "rationale": "it helped"}]})
+    pb["sections"]["OTHERS"][0]["text"] = "a, by hand"
+    playbook.save_playbook(pb)
+    last = list(repo.store.read())[-1]
+    kinds = [type(e).__name__ for e in last.events]
+    assert kinds == ["KeyPointAdded", "KeyPointEvaluated", "KeyPointUpdated"]
+    added, evaluated, updated = last.events
+    assert (added.origin, added.requested_section) == ("operation", "nowhere")
+    assert (evaluated.rating, evaluated.rationale, evaluated.helpful) == ("helpful", "it helped", 1)
+    assert updated.text == "a, by hand"
+    assert playbook.load_playbook() == pb
 
 
 def test_save_that_changes_nothing_appends_nothing(project, repo):
