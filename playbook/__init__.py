@@ -1,34 +1,44 @@
 """The application: the spec's public functions over the event-sourced playbook.
 
-Importing this package must stay cheap: the session-start hook imports it.
+Attributes load on first use (PEP 562), so importing a submodule such as
+`playbook.inject` costs nothing: the session-start hook depends on that.
 """
 
-from eventlog.domain import SECTION_SLUGS, generate_keypoint_name, resolve_section
-from projections.render import load_template
+from __future__ import annotations
 
-from .api import (
-    apply_structured_operations,
-    format_playbook,
-    load_playbook,
-    prune_harmful,
-    save_playbook,
-    update_playbook_data,
-)
-from .diagnostics import is_diagnostic_mode, save_diagnostic
-from .project import get_project_dir
+import importlib
+from typing import Any
 
-__all__ = [
-    "SECTION_SLUGS",
-    "apply_structured_operations",
-    "format_playbook",
-    "generate_keypoint_name",
-    "get_project_dir",
-    "is_diagnostic_mode",
-    "load_playbook",
-    "load_template",
-    "prune_harmful",
-    "resolve_section",
-    "save_diagnostic",
-    "save_playbook",
-    "update_playbook_data",
-]
+_EXPORTS = {
+    "SECTION_SLUGS": "eventlog.domain",
+    "generate_keypoint_name": "eventlog.domain",
+    "resolve_section": "eventlog.domain",
+    "load_template": "projections.render",
+    "apply_structured_operations": "playbook.api",
+    "format_playbook": "playbook.api",
+    "load_playbook": "playbook.api",
+    "prune_harmful": "playbook.api",
+    "save_playbook": "playbook.api",
+    "update_playbook_data": "playbook.api",
+    "is_diagnostic_mode": "playbook.diagnostics",
+    "save_diagnostic": "playbook.diagnostics",
+    "get_project_dir": "playbook.project",
+    "run_reflector": "playbook.models",
+    "run_curator": "playbook.models",
+    "extract_keypoints": "playbook.models",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'playbook' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

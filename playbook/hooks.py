@@ -1,0 +1,121 @@
+"""Claude Code hooks: `playbook hook <event>` reads the hook's JSON on stdin.
+
+A hook never blocks Claude Code and never shows a traceback: whatever goes wrong
+gives one line on stderr and exit status 0. Learning hooks only record a request
+and start the background learner; they return in well under Claude Code's budget.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from eventlog.errors import PlaybookError
+
+from .project import repository
+from .settings import load_settings
+
+MAX_STDIN = 1 << 20
+LEARNING_EVENTS = ("SessionEnd", "PreCompact", "SubagentStop")
+
+
+class HookInputError(PlaybookError):
+    """The hook's stdin is not the JSON object Claude Code sends."""
+
+
+def session_start_output(project: Path | str) -> bytes:
+    """The SessionStart hook's output for `project`, bringing the projection up to date first."""
+    repo = repository(Path(project))
+    repo.refresh()
+    try:
+        data = repo.injection_path.read_bytes()
+    except OSError:
+        return b""
+    return data.partition(b"\n")[2]
+
+
+def read_payload(stream: Any) -> dict:
+    raw = stream.buffer.read(MAX_STDIN + 1) if hasattr(stream, "buffer") else stream.read(MAX_STDIN + 1)
+    if len(raw) > MAX_STDIN:
+        raise HookInputError(f"hook input larger than {MAX_STDIN} bytes")
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8", "replace")
+    if not raw.strip():
+        raise HookInputError("empty hook input")
+    try:
+        payload = json.loads(raw)
+    except ValueError as exc:
+        raise HookInputError(f"hook input is not JSON ({exc.msg} at position {exc.pos})") from None
+    if not isinstance(payload, dict):
+        raise HookInputError(f"hook input is a JSON {type(payload).__name__}, not an object")
+    return payload
+
+
+def _project(payload: dict) -> Path:
+    configured = os.environ.get("CLAUDE_PROJECT_DIR")
+    if configured:
+        return Path(configured)
+    cwd = payload.get("cwd")
+    return Path(cwd) if isinstance(cwd, str) and cwd else Path.cwd()
+
+
+def _string(payload: dict, key: str) -> str | None:
+    value = payload.get(key)
+    return value if isinstance(value, str) and value else None
+
+
+def learning_transcript(event: str, payload: dict, project: Path) -> tuple[str | None, str]:
+    """(transcript to learn from, or None; why) for a learning hook, following the settings."""
+    settings = load_settings(project)
+    if event == "SessionEnd":
+        reason = _string(payload, "reason") or "other"
+        wanted = {"clear": settings.playbook_update_on_clear}.get(reason, settings.playbook_update_on_exit)
+        if not wanted:
+            setting = "playbook_update_on_clear" if reason == "clear" else "playbook_update_on_exit"
+            return None, f"session ended ({reason}); learning on this is off ({setting})"
+        return _string(payload, "transcript_path"), reason
+    if event == "SubagentStop":
+        if not settings.playbook_update_on_subagent_stop:
+            return None, "learning from subagents is off (playbook_update_on_subagent_stop)"
+        return _string(payload, "agent_transcript_path") or _string(payload, "transcript_path"), "subagent"
+    return _string(payload, "transcript_path"), _string(payload, "trigger") or "compact"
+
+
+def learning_hook(event: str, payload: dict) -> str | None:
+    """Record a learning request for this hook and start the learner. Returns a note for stderr, if any."""
+    project = _project(payload)
+    transcript, why = learning_transcript(event, payload, project)
+    if transcript is None:
+        if why.startswith("session ended") or why.startswith("learning from"):
+            return None
+        return f"{event}: no transcript_path in the hook input; nothing to learn"
+    if not os.path.isfile(transcript) or not os.access(transcript, os.R_OK):
+        return f"{event}: transcript {transcript} is missing or unreadable; nothing to learn"
+    from .learn import request_learning, spawn_learner
+
+    request_learning(project, event, transcript, _string(payload, "session_id"), why)
+    spawn_learner(project)
+    return None
+
+
+def run_hook(event: str, stdin: Any = None) -> int:
+    """Entry point of `playbook hook <event>`: always exits 0."""
+    try:
+        payload = read_payload(stdin or sys.stdin)
+        if event == "SessionStart":
+            sys.stdout.buffer.write(session_start_output(_project(payload)))
+            sys.stdout.flush()
+        elif event in LEARNING_EVENTS:
+            note = learning_hook(event, payload)
+            if note:
+                print(f"playbook: {note}", file=sys.stderr)
+        else:
+            print(f"playbook: unknown hook event {event!r}", file=sys.stderr)
+    except PlaybookError as exc:
+        print(f"playbook: {event} hook: {exc}", file=sys.stderr)
+    except Exception as exc:  # never a traceback in Claude Code
+        print(f"playbook: {event} hook failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+    return 0

@@ -1,0 +1,61 @@
+"""SessionStart hook: print the pre-projected playbook context. Standard library only.
+
+Run as a script (`python -S .../playbook/inject.py`): it imports nothing of this
+project on the fast path, which is what keeps a session start cheap. When the
+projection is missing or stale (the log grew, or playbook.json was edited), it
+falls back to the full machinery, which brings the projection up to date.
+"""
+
+import os
+import sys
+
+INJECTION_NAME = "playbook.hook.json"
+
+
+def _fast(claude_dir: str) -> bytes | None:
+    """The hook output if the projection is current, else None."""
+    try:
+        with open(os.path.join(claude_dir, INJECTION_NAME), "rb") as handle:
+            data = handle.read()
+        header, _, output = data.partition(b"\n")
+        log_size, snapshot_mtime = (int(x) for x in header.split())
+        if os.stat(os.path.join(claude_dir, "playbook.events.jsonl")).st_size != log_size:
+            return None
+        if os.stat(os.path.join(claude_dir, "playbook.json")).st_mtime_ns != snapshot_mtime:
+            return None
+        return output
+    except (OSError, ValueError):
+        return None
+
+
+def main() -> int:
+    try:
+        sys.stdin.buffer.read()
+    except (OSError, ValueError):
+        pass
+    claude_dir = os.path.join(os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd(), ".claude")
+    output = _fast(claude_dir)
+    if output is None:
+        if not os.path.exists(os.path.join(claude_dir, "playbook.events.jsonl")) and not os.path.exists(
+            os.path.join(claude_dir, "playbook.json")
+        ):
+            return 0  # no playbook yet: nothing to inject
+        try:
+            # Started with -S for speed: only now bring in site-packages, and not this script's directory.
+            here = os.path.dirname(os.path.abspath(__file__))
+            sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+            import site
+
+            site.main()
+            from playbook.hooks import session_start_output
+
+            output = session_start_output(os.path.dirname(claude_dir))
+        except Exception as exc:  # the session must start whatever happens here
+            print(f"playbook: cannot inject the playbook: {exc}", file=sys.stderr)
+            return 0
+    sys.stdout.buffer.write(output)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""Installing the hooks into Claude Code's settings.json, and removing exactly them again."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from eventlog.errors import PlaybookError
+from projections.snapshot import write_atomically
+
+from . import inject
+
+HOOK_EVENTS = ("SessionStart", "SessionEnd", "PreCompact", "SubagentStop")
+_MARKERS = ("playbook/inject.py", "-m playbook hook ")
+_TIMEOUTS = {"SessionStart": 10, "SessionEnd": 10, "PreCompact": 30, "SubagentStop": 30}
+
+
+class SettingsFileError(PlaybookError):
+    """settings.json exists but is not a JSON object: it is left untouched."""
+
+
+def _quote(path: str) -> str:
+    return '"' + path.replace('"', '\\"') + '"'
+
+
+def hook_command(event: str, python: str | None = None) -> str:
+    """The command Claude Code runs for `event`: this interpreter, named directly (no shim, no PATH)."""
+    python = python or sys.executable
+    if event == "SessionStart":
+        return f"{_quote(python)} -S {_quote(os.path.abspath(inject.__file__))}"
+    return f"{_quote(python)} -m playbook hook {event}"
+
+
+def is_ours(hook: Any) -> bool:
+    command = hook.get("command") if isinstance(hook, dict) else None
+    return isinstance(command, str) and any(marker in command for marker in _MARKERS)
+
+
+def settings_path(user: bool, project: Path) -> Path:
+    return (Path.home() if user else project) / ".claude" / "settings.json"
+
+
+def _load(path: Path) -> dict:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except ValueError as exc:
+        raise SettingsFileError(f"{path} is not valid JSON ({exc}); fix it first, it was left untouched") from None
+    if not isinstance(data, dict) or not isinstance(data.get("hooks", {}), dict):
+        raise SettingsFileError(f"{path} does not hold a settings object with a 'hooks' object; left untouched")
+    return data
+
+
+def _without_ours(groups: Any) -> list:
+    kept = []
+    for group in groups if isinstance(groups, list) else []:
+        if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+            hooks = [hook for hook in group["hooks"] if not is_ours(hook)]
+            if hooks:
+                kept.append({**group, "hooks": hooks})
+        else:
+            kept.append(group)
+    return kept
+
+
+def _save(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())
+
+
+def install(path: Path, python: str | None = None) -> list[str]:
+    """Merge our hooks into the settings file at `path`; idempotent. Returns the events installed."""
+    data = _load(path)
+    hooks = data.setdefault("hooks", {})
+    for event in HOOK_EVENTS:
+        groups = _without_ours(hooks.get(event, []))
+        groups.append({"hooks": [{"type": "command", "command": hook_command(event, python),
+                                  "timeout": _TIMEOUTS[event]}]})
+        hooks[event] = groups
+    _save(path, data)
+    return list(HOOK_EVENTS)
+
+
+def uninstall(path: Path) -> int:
+    """Remove our hooks, and only ours, from the settings file at `path`. Returns how many were removed."""
+    if not path.exists():
+        return 0
+    data = _load(path)
+    hooks = data.get("hooks", {})
+    removed = 0
+    for event in list(hooks):
+        before = sum(len(g.get("hooks", [])) for g in hooks[event] if isinstance(g, dict)) if isinstance(hooks[event], list) else 0
+        hooks[event] = _without_ours(hooks[event])
+        after = sum(len(g.get("hooks", [])) for g in hooks[event] if isinstance(g, dict))
+        removed += before - after
+        if not hooks[event]:
+            del hooks[event]
+    if not hooks:
+        data.pop("hooks", None)
+    _save(path, data)
+    return removed

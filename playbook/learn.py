@@ -1,0 +1,180 @@
+"""Learning from sessions: hooks record requests in the log; a background process runs them.
+
+A hook only appends a `LearningRequested` event and starts a detached
+`playbook learn --pending`, so it returns at once. The learner holds a learning
+lock (not the log's) for its whole run, so cycles of one project run one at a
+time and never learn the same turns twice; the model calls happen without the
+log's lock, which is taken only for the final append. One cycle is one
+transaction: the reflector's tags as evaluations, the curator's operations, the
+prune, and the request's completion, or nothing but a failure or skip record.
+A learner that dies leaves its request pending for the next one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import msgspec
+
+from eventlog.decide import (
+    ApplyOperations,
+    CompleteLearning,
+    Evaluate,
+    FailLearning,
+    Prune,
+    RequestLearning,
+    SkipLearning,
+    decide,
+    decide_all,
+)
+from eventlog.domain import PendingLearning, PlaybookState
+from eventlog.events import Cause
+from eventlog.evolve import fold
+from projections.repository import PlaybookRepository
+
+from .api import to_playbook_dict
+from .project import repository
+from .transcript import TranscriptError, cited_ids, read_transcript
+
+DEFAULT_DEADLINE = 300.0
+LEARN_LOCK = "playbook.learn.lock"
+LEARN_LOG = "playbook.learn.log"
+
+
+class Outcome(msgspec.Struct, frozen=True):
+    """What one cycle did: completed | failed | skipped | gone (finished elsewhere)."""
+
+    request: str
+    status: str
+    detail: str = ""
+
+
+def request_learning(project: Path, hook: str, transcript: str, session: str | None, reason: str | None = None) -> str:
+    """Record a learning request in the log; durable when it returns. Returns its id."""
+    request = uuid.uuid4().hex[:16]
+    repository(project).append(
+        [RequestLearning(request=request, hook=hook, transcript=transcript, session=session, reason=reason)],
+        Cause(source=f"hook:{hook}", session=session),
+    )
+    return request
+
+
+def spawn_learner(project: Path) -> None:
+    """Start `playbook learn --pending` for `project`, detached: it outlives the hook and Claude Code."""
+    log_path = project / ".claude" / LEARN_LOG
+    with open(log_path, "ab") as log:
+        subprocess.Popen(
+            [sys.executable, "-m", "playbook", "--project", str(project), "learn", "--pending"],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,
+            cwd=str(project),
+        )
+
+
+@contextmanager
+def learning_lock(project: Path) -> Iterator[None]:
+    fd = os.open(project / ".claude" / LEARN_LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _deadline() -> float:
+    try:
+        return float(os.environ.get("PLAYBOOK_LEARN_DEADLINE", DEFAULT_DEADLINE))
+    except ValueError:
+        return DEFAULT_DEADLINE
+
+
+def learn_pending(project: Path) -> list[Outcome]:
+    """Run every pending learning request of `project`, oldest first, one at a time."""
+    repo = repository(project)
+    outcomes: list[Outcome] = []
+    with learning_lock(project):
+        done: set[str] = set()
+        while True:
+            state = repo.state()
+            waiting = [p for p in state.pending.values() if p.request not in done]
+            if not waiting:
+                return outcomes
+            pending = min(waiting, key=lambda p: p.requested_at)
+            done.add(pending.request)
+            outcomes.append(run_cycle(repo, pending))
+
+
+def _finish(repo: PlaybookRepository, command: FailLearning | SkipLearning, pending: PendingLearning,
+            model: str | None = None) -> None:
+    repo.append([command], Cause(source=f"hook:{pending.hook}", session=pending.session, model=model))
+
+
+def run_cycle(repo: PlaybookRepository, pending: PendingLearning) -> Outcome:
+    """One learning cycle for `pending`: transcript, reflector, tags, curator, operations, prune."""
+    from .models import ModelError, model_config  # anthropic is imported by the learner only
+
+    state = repo.state()
+    if pending.request not in state.pending:
+        return Outcome(pending.request, "gone")
+    path = pending.transcript
+    start = state.progress.get(path, 0)
+    try:
+        transcript = read_transcript(Path(path), start_line=start)
+    except TranscriptError as exc:
+        _finish(repo, SkipLearning(request=pending.request, reason=str(exc), transcript=path), pending)
+        return Outcome(pending.request, "skipped", str(exc))
+    if not transcript.messages:
+        _finish(repo, SkipLearning(request=pending.request, reason="nothing new in the transcript", transcript=path,
+                                   through_line=transcript.lines), pending)
+        return Outcome(pending.request, "skipped", "nothing new in the transcript")
+    config = model_config()
+    if config is None:
+        reason = "no API key (set AGENTIC_CONTEXT_API_KEY, ANTHROPIC_AUTH_TOKEN or ANTHROPIC_API_KEY)"
+        _finish(repo, SkipLearning(request=pending.request, reason=reason, transcript=path), pending)
+        return Outcome(pending.request, "skipped", reason)
+    cited = cited_ids(transcript.messages)
+    try:
+        reflection, evaluations, curation = asyncio.run(
+            asyncio.wait_for(_ask_models(transcript.messages, state, cited, config), timeout=_deadline())
+        )
+    except (ModelError, TimeoutError) as exc:
+        error = str(exc) or f"no answer within the {_deadline():.0f} s deadline"
+        _finish(repo, FailLearning(request=pending.request, error=error, transcript=path), pending, config.model)
+        return Outcome(pending.request, "failed", error)
+
+    def decider(fresh: PlaybookState) -> list:
+        if pending.request not in fresh.pending:
+            return []
+        if fresh.progress.get(path, 0) != start:
+            return decide(fresh, SkipLearning(request=pending.request, reason="transcript learned meanwhile",
+                                              transcript=path))
+        return decide_all(fresh, [
+            Evaluate(evaluations), ApplyOperations(curation["operations"]), Prune(),
+            CompleteLearning(request=pending.request, transcript=path, from_line=start,
+                             through_line=transcript.lines, cited=cited),
+        ])
+
+    repo.append(decider, Cause(source=f"hook:{pending.hook}", session=pending.session, model=config.model,
+                               analysis=reflection["analysis"] or None, reasoning=curation["reasoning"] or None))
+    return Outcome(pending.request, "completed")
+
+
+async def _ask_models(messages: list, state: PlaybookState, cited: list[str], config) -> tuple[dict, list, dict]:
+    from .models import curate, reflect
+
+    reflection = await reflect(messages, to_playbook_dict(state), cited, config)
+    evaluations = [
+        {"name": tag.get("name"), "rating": tag.get("tag"), "rationale": tag.get("rationale")}
+        for tag in reflection["bullet_tags"] if isinstance(tag, dict)
+    ]
+    # The curator sees the counters after this session's tags.
+    tagged = fold(decide(state, Evaluate(evaluations)), state)
+    curation = await curate(reflection, to_playbook_dict(tagged), config)
+    return reflection, evaluations, curation

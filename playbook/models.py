@@ -1,0 +1,196 @@
+"""The reflector and curator model calls: the only module that imports `anthropic`.
+
+Configuration comes from the environment (see `model_config`). Retries are ours:
+`MAX_RETRIES` attempts in total, exponential backoff from `BASE_DELAY` with jitter,
+honouring `retry-after`; timeouts, connection errors, 429 and 5xx are retried,
+other 4xx fail at once. The SDK's own retries are off so the two never multiply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import anthropic
+import msgspec
+
+from eventlog.errors import PlaybookError
+from projections.render import load_template
+
+from .api import format_playbook
+from .replies import build_playbook_dict, extract_json, parse_curator_reply, parse_extraction_reply
+
+MAX_RETRIES = 3
+BASE_DELAY = 2.0
+MAX_TOKENS = 4096
+REQUEST_TIMEOUT = 120.0
+DEFAULT_MODEL = "claude-sonnet-5-5"
+MAX_TRANSCRIPT_CHARS = 200_000
+
+
+class ModelError(PlaybookError):
+    """The model could not be reached, refused, or gave an unusable reply."""
+
+
+class ModelConfig(msgspec.Struct, frozen=True):
+    model: str
+    api_key: str | None
+    auth_token: str | None
+    base_url: str | None
+
+    def __repr__(self) -> str:  # never show the key
+        return f"ModelConfig(model={self.model!r}, base_url={self.base_url!r})"
+
+
+def model_config(env: Mapping[str, str] | None = None) -> ModelConfig | None:
+    """Model, credentials and endpoint from the environment; None when there is no key."""
+    env = os.environ if env is None else env
+    model = (env.get("AGENTIC_CONTEXT_MODEL") or env.get("ANTHROPIC_MODEL")
+             or env.get("ANTHROPIC_DEFAULT_SONNET_MODEL") or DEFAULT_MODEL)
+    base_url = env.get("AGENTIC_CONTEXT_BASE_URL") or env.get("ANTHROPIC_BASE_URL") or None
+    if key := env.get("AGENTIC_CONTEXT_API_KEY"):
+        return ModelConfig(model, key, None, base_url)
+    if token := env.get("ANTHROPIC_AUTH_TOKEN"):
+        return ModelConfig(model, None, token, base_url)
+    if key := env.get("ANTHROPIC_API_KEY"):
+        return ModelConfig(model, key, None, base_url)
+    return None
+
+
+def _base_delay() -> float:
+    try:
+        return float(os.environ.get("PLAYBOOK_RETRY_BASE_DELAY", BASE_DELAY))
+    except ValueError:
+        return BASE_DELAY
+
+
+def _retry_after(exc: Exception) -> float | None:
+    response = getattr(exc, "response", None)
+    value = response.headers.get("retry-after") if response is not None else None
+    try:
+        return max(float(value), 0.0) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _retryable(exc: Exception) -> bool:
+    if isinstance(exc, (anthropic.APITimeoutError, anthropic.APIConnectionError, anthropic.RateLimitError)):
+        return True
+    return isinstance(exc, anthropic.APIStatusError) and exc.status_code >= 500
+
+
+def _describe(exc: Exception) -> str:
+    status = getattr(exc, "status_code", None)
+    name = type(exc).__name__
+    return f"{name} (HTTP {status})" if status else name
+
+
+async def complete(prompt: str, config: ModelConfig) -> str:
+    """The model's text reply to `prompt`, retried as the module says. Raises ModelError."""
+    client = anthropic.AsyncAnthropic(api_key=config.api_key, auth_token=config.auth_token,
+                                      base_url=config.base_url, max_retries=0, timeout=REQUEST_TIMEOUT)
+    try:
+        for attempt in range(MAX_RETRIES):
+            try:
+                reply = await client.messages.create(
+                    model=config.model, max_tokens=MAX_TOKENS, messages=[{"role": "user", "content": prompt}]
+                )
+                return "".join(block.text for block in reply.content if getattr(block, "type", "") == "text")
+            except anthropic.APIError as exc:
+                if not _retryable(exc) or attempt == MAX_RETRIES - 1:
+                    raise ModelError(f"model call failed after {attempt + 1} attempt(s): {_describe(exc)}") from exc
+                delay = _retry_after(exc)
+                if delay is None:
+                    base = _base_delay()
+                    delay = base * 2**attempt + random.uniform(0, base / 2)
+                await asyncio.sleep(delay)
+        raise ModelError("model call failed")  # unreachable: the loop returns or raises
+    finally:
+        await client.close()
+
+
+def render_messages(messages: Sequence[Any]) -> str:
+    """A transcript as `User:` / `Assistant:` turns, keeping the most recent text when it is long."""
+    turns = []
+    for message in messages:
+        role = message.get("role") if isinstance(message, dict) else getattr(message, "role", "")
+        content = message.get("content") if isinstance(message, dict) else getattr(message, "content", "")
+        turns.append(f"{'Assistant' if role == 'assistant' else 'User'}: {content}")
+    text = "\n\n".join(turns)
+    return text if len(text) <= MAX_TRANSCRIPT_CHARS else "[earlier turns omitted]\n" + text[-MAX_TRANSCRIPT_CHARS:]
+
+
+def _playbook_text(playbook: dict) -> str:
+    return format_playbook(playbook) or "(the playbook is empty)"
+
+
+async def reflect(messages: Sequence[Any], playbook: dict, cited_ids: Sequence[str], config: ModelConfig) -> dict:
+    """The reflector's analysis and tags. Raises ModelError when the reply holds no JSON object."""
+    prompt = load_template("reflector.txt").format(
+        playbook=_playbook_text(playbook), cited_ids=", ".join(cited_ids) or "(none)",
+        trajectories=render_messages(messages),
+    )
+    data = extract_json(await complete(prompt, config))
+    if data is None:
+        raise ModelError("the reflector's reply holds no JSON object")
+    analysis = data.get("analysis", "")
+    tags = data.get("bullet_tags", [])
+    return {"analysis": analysis if isinstance(analysis, str) else json.dumps(analysis),
+            "bullet_tags": tags if isinstance(tags, list) else []}
+
+
+async def curate(reflector_output: dict, playbook: dict, config: ModelConfig) -> dict:
+    """The curator's reasoning and operations. Raises ModelError when the reply holds no JSON object."""
+    prompt = load_template("curator.txt").format(
+        reflector_output=json.dumps(reflector_output, ensure_ascii=False, indent=2),
+        playbook=_playbook_text(playbook),
+    )
+    text = await complete(prompt, config)
+    if extract_json(text) is None:
+        raise ModelError("the curator's reply holds no JSON object")
+    return parse_curator_reply(text)
+
+
+async def run_reflector(messages: Sequence[Any], playbook: dict, cited_ids: Sequence[str]) -> dict:
+    """`{"analysis", "bullet_tags"}` for a session; empty on any failure."""
+    config = model_config()
+    try:
+        if config is None:
+            raise ModelError("no API key")
+        return await reflect(messages, playbook, cited_ids, config)
+    except Exception:
+        return {"analysis": "", "bullet_tags": []}
+
+
+async def run_curator(reflector_output: dict, playbook: dict) -> dict:
+    """`{"reasoning", "operations"}` from the reflector's output; never raises (REQ-CUR-010..012)."""
+    empty = {"reasoning": "", "operations": []}
+    try:
+        config = model_config()
+        if config is None:
+            return empty
+        output = reflector_output if isinstance(reflector_output, dict) else {}
+        normalized = {"analysis": output.get("analysis", ""), "bullet_tags": output.get("bullet_tags", [])}
+        return await curate(normalized, playbook, config)
+    except Exception:
+        return empty
+
+
+async def extract_keypoints(messages: Sequence[Any], playbook: dict) -> dict:
+    """The single-call path (REQ-CUR-001): evaluations plus operations or new_key_points."""
+    empty = {"new_key_points": [], "evaluations": []}
+    try:
+        config = model_config()
+        if config is None:
+            return empty
+        prompt = load_template("reflection.txt").format(
+            playbook=json.dumps(build_playbook_dict(playbook), ensure_ascii=False, indent=2),
+            trajectories=render_messages(messages),
+        )
+        return parse_extraction_reply(await complete(prompt, config))
+    except Exception:
+        return empty

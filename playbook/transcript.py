@@ -1,0 +1,347 @@
+"""Reading Claude Code transcripts: the conversation of a session, and the key points it cited.
+
+A transcript is JSON Lines at `~/.claude/projects/<slug>/<session_id>.jsonl` (a
+subagent's at `.../<session_id>/subagents/agent-<id>.jsonl`); hooks get its path
+as `transcript_path` (`agent_transcript_path` for SubagentStop). Most of its
+records are not conversation: attachments (hook output, environment, skill
+listings), api-request-* records, queue operations, cost state, system records
+(stop-hook summaries, compaction boundaries). Only `user` and `assistant`
+records are kept, and of those not the meta ones (see docs/claude-code-notes.md).
+
+An assistant turn is written as one record per content block; consecutive
+records of one role are merged into one Message.
+
+Reading never fails on the content of a line: a line that is not a JSON object
+(truncated, binary junk, empty, too long, too deeply nested) is counted in
+`broken_lines` and skipped. Only a path that cannot be read raises TranscriptError.
+
+`lines` is where the next read should start (`start_line`): the number of
+complete lines read. A last line without its newline that does not parse yet is
+not counted: Claude Code may be in the middle of appending it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+from eventlog.domain import SECTION_SLUGS
+from eventlog.errors import PlaybookError
+
+__all__ = ["Message", "Transcript", "TranscriptError", "cited_ids", "read_transcript"]
+
+TOOL_INPUT_CHARS = 200
+TOOL_RESULT_CHARS = 1000
+
+# user text that Claude Code writes around local slash commands (/compact, /clear, ...)
+_WRAPPER_PREFIXES = (
+    "<command-name>",
+    "<command-message>",
+    "<command-args>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<local-command-caveat>",
+)
+# the input field that says best what a tool call did, by preference
+_TOOL_KEYS = ("command", "file_path", "notebook_path", "path", "pattern", "url", "query", "description", "skill", "prompt")
+
+_ID = re.compile(r"(?:" + "|".join(map(re.escape, SECTION_SLUGS.values())) + r")-\d+|kpt_\d+")
+_BRACKET = re.compile(r"\[([^\[\]\n]{1,300})\]")
+
+
+class TranscriptError(PlaybookError):
+    """The transcript's path cannot be read (missing, unreadable, a directory)."""
+
+
+class Message(msgspec.Struct, frozen=True):
+    role: Literal["user", "assistant"]
+    content: str
+
+
+class Transcript(msgspec.Struct, frozen=True):
+    messages: list[Message]
+    lines: int
+    broken_lines: int
+
+
+class _Broken(Exception):
+    """A line that is not a readable record."""
+
+
+# -- lines ---------------------------------------------------------------------
+
+
+def _lines(handle: Any, max_line_bytes: int) -> Iterator[tuple[bytes | None, bool]]:
+    """(line, terminated) for each line; line is None when longer than max_line_bytes.
+
+    A line too long is skipped in pieces, never held whole in memory.
+    """
+    while True:
+        chunk = handle.readline(max_line_bytes + 1)
+        if not chunk:
+            return
+        if len(chunk) > max_line_bytes and not chunk.endswith(b"\n"):
+            terminated = False
+            while True:
+                more = handle.readline(1 << 20)
+                if not more:
+                    break
+                if more.endswith(b"\n"):
+                    terminated = True
+                    break
+            yield None, terminated
+        else:
+            yield chunk, chunk.endswith(b"\n")
+
+
+def _decode(line: bytes | None) -> dict[str, Any]:
+    if line is None:
+        raise _Broken("line too long")
+    line = line.strip()
+    if not line:
+        raise _Broken("empty line")
+    try:
+        record = msgspec.json.decode(line)
+    except RecursionError as exc:
+        raise _Broken("nested too deeply") from exc
+    except msgspec.DecodeError:
+        # msgspec rejects lone UTF-16 surrogate escapes ("\ud83d"), which Node writes
+        # when it slices a string mid-pair; the standard library takes them.
+        try:
+            record = json.loads(line.decode("utf-8"))
+        except (ValueError, RecursionError) as exc:
+            raise _Broken("not JSON") from exc
+    if not isinstance(record, dict):
+        raise _Broken("not a JSON object")
+    return record
+
+
+# -- records -------------------------------------------------------------------
+
+
+def _clean(text: str) -> str:
+    """The text as valid UTF-8 (lone surrogates become '?')."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def _truncate(text: str, limit: int) -> str:
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [{len(text) - limit} more chars]"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _tool_use(block: dict[str, Any]) -> str:
+    name = block.get("name") if isinstance(block.get("name"), str) else "?"
+    tool_input = block.get("input")
+    summary = ""
+    if isinstance(tool_input, dict):
+        for key in _TOOL_KEYS:
+            value = tool_input.get(key)
+            if isinstance(value, str) and value.strip():
+                summary = value
+                break
+        else:
+            if tool_input:
+                try:
+                    summary = json.dumps(tool_input, ensure_ascii=False, sort_keys=True)
+                except (TypeError, ValueError, RecursionError):
+                    summary = "…"
+    elif isinstance(tool_input, str):
+        summary = tool_input
+    summary = _truncate(_one_line(summary), TOOL_INPUT_CHARS)
+    return f"[tool {name}: {summary}]" if summary else f"[tool {name}]"
+
+
+def _tool_result(block: dict[str, Any]) -> str:
+    content = block.get("content")
+    parts: list[str] = []
+    if isinstance(content, str):
+        parts.append(content)
+    elif isinstance(content, list):
+        for item in content:
+            if isinstance(item, dict):
+                if item.get("type") == "text" and isinstance(item.get("text"), str):
+                    parts.append(item["text"])
+                elif item.get("type") == "image":
+                    parts.append("[image]")
+            elif isinstance(item, str):
+                parts.append(item)
+    label = "tool error" if block.get("is_error") is True else "tool result"
+    text = _truncate("\n".join(parts), TOOL_RESULT_CHARS)
+    return f"[{label}: {text}]" if text else f"[{label}]"
+
+
+def _is_wrapper(text: str) -> bool:
+    return text.lstrip().startswith(_WRAPPER_PREFIXES)
+
+
+def _user_text(content: Any) -> str:
+    if isinstance(content, str):
+        return "" if _is_wrapper(content) else content
+    parts: list[str] = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            if not _is_wrapper(block["text"]):
+                parts.append(block["text"])
+        elif kind == "tool_result":
+            parts.append(_tool_result(block))
+        elif kind == "image":
+            parts.append("[image]")
+        elif kind == "document":
+            parts.append("[document]")
+    return "\n".join(p for p in parts if p.strip())
+
+
+def _assistant_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+        elif kind in ("tool_use", "server_tool_use"):
+            parts.append(_tool_use(block))
+        # thinking, redacted_thinking and anything else: not conversation
+    return "\n".join(p for p in parts if p.strip())
+
+
+def _is_conversation(record: dict[str, Any]) -> bool:
+    return record.get("type") in ("user", "assistant")
+
+
+def _message(record: dict[str, Any], subagent: bool) -> Message | None:
+    """The record's message, or None when it is not conversation. Raises _Broken."""
+    if not _is_conversation(record):
+        return None
+    if record.get("isSidechain") is True and not subagent:
+        return None
+    if (
+        record.get("isMeta") is True
+        or record.get("isCompactSummary") is True
+        or record.get("isVisibleInTranscriptOnly") is True
+        or record.get("isApiErrorMessage") is True
+    ):
+        return None
+    message = record.get("message")
+    if not isinstance(message, dict):
+        raise _Broken("a conversation record without a message")
+    content = message.get("content")
+    if not isinstance(content, (str, list)):
+        raise _Broken("a message without content")
+    role = record["type"]
+    text = _user_text(content) if role == "user" else _assistant_text(content)
+    text = _clean(text).strip()
+    return Message(role=role, content=text) if text else None
+
+
+# -- the public functions --------------------------------------------------------
+
+
+def _open(path: Path) -> Any:
+    try:
+        info = os.stat(path)
+        if stat.S_ISDIR(info.st_mode):
+            raise TranscriptError(f"cannot read transcript {path}: it is a directory")
+        return open(path, "rb")  # noqa: SIM115 - closed by the caller
+    except TranscriptError:
+        raise
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise TranscriptError(f"cannot read transcript {path}: {reason}") from exc
+
+
+def read_transcript(path: str | os.PathLike[str], start_line: int = 0, max_line_bytes: int = 1_000_000) -> Transcript:
+    """The conversation in a transcript from line `start_line` (0-based) on.
+
+    Returns the messages, the number of complete lines in the file (the
+    `start_line` of the next read), and how many lines from `start_line` on were
+    not readable records.
+    """
+    path = Path(path)
+    start_line = max(0, start_line)
+    max_line_bytes = max(1, max_line_bytes)
+    # a subagent's own transcript is all sidechain records: keep them there
+    subagent: bool | None = True if path.name.startswith("agent-") else None
+    messages: list[Message] = []
+    broken = 0
+    count = 0
+    handle = _open(path)
+    try:
+        with handle:
+            for line, terminated in _lines(handle, max_line_bytes):
+                index = count
+                if index < start_line:
+                    count += 1
+                    if subagent is None and line is not None:
+                        try:
+                            record = _decode(line)
+                        except _Broken:
+                            continue
+                        if _is_conversation(record):
+                            subagent = record.get("isSidechain") is True
+                    continue
+                try:
+                    record = _decode(line)
+                except _Broken:
+                    if not terminated:
+                        break  # maybe still being written: read it next time
+                    count += 1
+                    broken += 1
+                    continue
+                count += 1
+                if subagent is None and _is_conversation(record):
+                    subagent = record.get("isSidechain") is True
+                try:
+                    message = _message(record, bool(subagent))
+                except _Broken:
+                    broken += 1
+                    continue
+                if message is None:
+                    continue
+                if messages and messages[-1].role == message.role:
+                    messages[-1] = Message(role=message.role, content=f"{messages[-1].content}\n{message.content}")
+                else:
+                    messages.append(message)
+    except OSError as exc:
+        raise TranscriptError(f"cannot read transcript {path}: {exc.strerror or type(exc).__name__}") from exc
+    return Transcript(messages=messages, lines=count, broken_lines=broken)
+
+
+def cited_ids(messages: Iterable[Message]) -> list[str]:
+    """Key point ids cited in the assistant's text as `[pat-001]` (or `[pat-001, mis-002]`).
+
+    Ids of the five sections (pat, mis, pref, ctx, oth) and legacy `kpt_NNN`;
+    each once, in order of first appearance.
+    """
+    seen: dict[str, None] = {}
+    for message in messages:
+        if message.role != "assistant":
+            continue
+        for bracket in _BRACKET.finditer(message.content):
+            for token in bracket.group(1).split(","):
+                token = token.strip()
+                if _ID.fullmatch(token):
+                    seen.setdefault(token, None)
+    return list(seen)

@@ -1,0 +1,127 @@
+"""The model calls against a fake Anthropic API: retries, failures, and the curator's contract."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+
+import pytest
+
+from playbook import models
+from playbook.models import ModelError, model_config
+from tests.fake_anthropic import FakeAnthropic, reply_error, reply_text
+
+PLAYBOOK = {"version": "1.0", "last_updated": None, "sections": {
+    "PATTERNS & APPROACHES": [{"name": "pat-001", "text": "handle errors", "helpful": 2, "harmful": 1}],
+    "MISTAKES TO AVOID": [], "USER PREFERENCES": [], "PROJECT CONTEXT": [], "OTHERS": []}}
+REFLECTION = {"analysis": "The session showed poor error handling. pat-001 was not applied.",
+              "bullet_tags": [{"name": "pat-001", "tag": "harmful", "rationale": "Error handling advice was ignored"}]}
+CURATION = {"reasoning": "pat-001 has been tagged harmful repeatedly. The advice may need updating.",
+            "operations": [{"type": "UPDATE", "target_id": "pat-001",
+                            "text": "Use structured error handling with try/except blocks and specific exception types"}]}
+
+
+@pytest.fixture
+def api_env(monkeypatch):
+    for name in ("AGENTIC_CONTEXT_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_API_KEY", "AGENTIC_CONTEXT_MODEL",
+                 "ANTHROPIC_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL", "AGENTIC_CONTEXT_BASE_URL", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PLAYBOOK_RETRY_BASE_DELAY", "0.01")
+
+    def use(api: FakeAnthropic) -> None:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-planted-secret")
+
+    return use
+
+
+def scripted(*replies):
+    queue = list(replies)
+    return lambda body: queue.pop(0) if len(queue) > 1 else queue[0]
+
+
+def test_SCN_CUR_010_01_curator_produces_reasoning_and_operations(api_env):
+    with FakeAnthropic(lambda body: reply_text(json.dumps(CURATION))) as api:
+        api_env(api)
+        result = asyncio.run(models.run_curator(REFLECTION, PLAYBOOK))
+        prompt = json.dumps(api.message_bodies()[0])
+    assert result == CURATION
+    assert "Error handling advice was ignored" in prompt and "[pat-001] helpful=2 harmful=1" in prompt
+
+
+def test_SCN_CUR_010_02_curator_api_error_returns_empty_result(api_env):
+    with FakeAnthropic(lambda body: reply_error(500)) as api:
+        api_env(api)
+        assert asyncio.run(models.run_curator(REFLECTION, PLAYBOOK)) == {"reasoning": "", "operations": []}
+        assert len(api.message_requests()) == models.MAX_RETRIES
+
+
+def test_SCN_CUR_010_03_curator_with_empty_reflector_output(api_env):
+    with FakeAnthropic(lambda body: reply_text('{"reasoning": "nothing to do", "operations": []}')) as api:
+        api_env(api)
+        result = asyncio.run(models.run_curator({}, PLAYBOOK))
+    assert result == {"reasoning": "nothing to do", "operations": []}
+
+
+def test_SCN_CUR_012_01_curator_unparseable_json_returns_empty_result(api_env):
+    with FakeAnthropic(lambda body: reply_text("I would rather not answer in JSON today.")) as api:
+        api_env(api)
+        assert asyncio.run(models.run_curator(REFLECTION, PLAYBOOK)) == {"reasoning": "", "operations": []}
+
+
+def test_curator_prompt_holds_the_reflection_not_the_transcript(api_env):
+    with FakeAnthropic(lambda body: reply_text(json.dumps(CURATION))) as api:
+        api_env(api)
+        asyncio.run(models.run_curator(REFLECTION, PLAYBOOK))
+        text = json.dumps(api.message_bodies()[0])
+    assert "Session transcript" not in text and "poor error handling" in text
+
+
+def test_429_then_success_is_retried_honouring_retry_after(api_env):
+    with FakeAnthropic(scripted(reply_error(429, retry_after=0), reply_text(json.dumps(REFLECTION)))) as api:
+        api_env(api)
+        result = asyncio.run(models.reflect([{"role": "user", "content": "hi"}], PLAYBOOK, ["pat-001"],
+                                            model_config()))
+        assert len(api.message_requests()) == 2
+    assert result == REFLECTION
+
+
+def test_other_4xx_fail_at_once(api_env):
+    with FakeAnthropic(lambda body: reply_error(400)) as api:
+        api_env(api)
+        with pytest.raises(ModelError, match="1 attempt"):
+            asyncio.run(models.complete("hi", model_config()))
+        assert len(api.message_requests()) == 1
+
+
+def test_prose_around_json_is_accepted_and_garbage_is_an_error(api_env):
+    prose = "Here you go:\n" + json.dumps(REFLECTION) + "\nHope that helps."
+    with FakeAnthropic(scripted(reply_text(prose), reply_text("}{ not json at all"))) as api:
+        api_env(api)
+        config = model_config()
+        assert asyncio.run(models.reflect([], PLAYBOOK, [], config)) == REFLECTION
+        with pytest.raises(ModelError):
+            asyncio.run(models.reflect([], PLAYBOOK, [], config))
+
+
+def test_model_and_credentials_follow_the_documented_precedence():
+    assert model_config({}) is None
+    env = {"ANTHROPIC_API_KEY": "k3", "ANTHROPIC_AUTH_TOKEN": "k2", "ANTHROPIC_DEFAULT_SONNET_MODEL": "m3",
+           "ANTHROPIC_BASE_URL": "http://b2"}
+    config = model_config(env)
+    assert (config.model, config.auth_token, config.api_key, config.base_url) == ("m3", "k2", None, "http://b2")
+    env |= {"AGENTIC_CONTEXT_API_KEY": "k1", "ANTHROPIC_MODEL": "m2", "AGENTIC_CONTEXT_BASE_URL": "http://b1"}
+    config = model_config(env)
+    assert (config.model, config.api_key, config.base_url) == ("m2", "k1", "http://b1")
+    assert model_config(env | {"AGENTIC_CONTEXT_MODEL": "m1"}).model == "m1"
+    assert model_config({"ANTHROPIC_API_KEY": "k"}).model == models.DEFAULT_MODEL
+    assert "k1" not in repr(config) and "k1" not in str(config)
+
+
+def test_the_injection_path_never_imports_anthropic():
+    code = ("import sys, playbook, playbook.hooks, playbook.inject, playbook.api, projections.injection;"
+            "print('anthropic' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"
