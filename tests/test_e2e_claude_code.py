@@ -1,0 +1,118 @@
+"""End to end with the real Claude Code CLI against a fake Anthropic API.
+
+`playbook install` writes the hooks; `claude -p` runs two sessions. The playbook
+must reach the model's request, the session's end must produce a learning
+transaction with the fake reflector's and curator's answers, and the second
+session must see the updated playbook. Skipped locally when Claude Code is not
+installed; in CI (CI=true) it must run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from eventlog.events import KeyPointAdded, KeyPointEvaluated, LearningCompleted
+from projections.repository import PlaybookRepository
+from tests.fake_anthropic import FakeAnthropic, Reply, reply_text, request_texts
+
+ROOT = Path(__file__).resolve().parent.parent
+REFLECTION = {"analysis": "The assistant ran the tests first, following kpt_001.",
+              "bullet_tags": [{"name": "kpt_001", "tag": "helpful", "rationale": "Running the tests caught a bug"}]}
+CURATION = {"reasoning": "The user asked for pathlib; keep that preference.",
+            "operations": [{"type": "ADD", "text": "prefer pathlib over os.path", "section": "USER PREFERENCES"}]}
+
+
+def claude_binary() -> str | None:
+    candidates = [os.environ.get("PLAYBOOK_CLAUDE_BIN"), shutil.which("claude"),
+                  str(ROOT / ".ci-node" / "node_modules" / ".bin" / "claude")]
+    return next((c for c in candidates if c and os.access(c, os.X_OK)), None)
+
+
+CLAUDE = claude_binary()
+pytestmark = pytest.mark.skipif(CLAUDE is None and os.environ.get("CI") != "true",
+                                reason="Claude Code is not installed (npm install @anthropic-ai/claude-code)")
+
+
+def respond(body: dict) -> Reply:
+    text = request_texts(body)
+    if "You are the reflector" in text:
+        return reply_text(json.dumps(REFLECTION))
+    if "You are the curator" in text:
+        return reply_text(json.dumps(CURATION))
+    return reply_text("I ran the tests first, as [kpt_001] says. All green.")
+
+
+def run_claude(project: Path, home: Path, api: FakeAnthropic, prompt: str) -> subprocess.CompletedProcess:
+    assert CLAUDE is not None, "Claude Code must be installed in CI"
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("ANTHROPIC_", "AGENTIC_CONTEXT_", "CLAUDE", "PLAYBOOK_"))}
+    env |= {"HOME": str(home), "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-test-e2e",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
+    return subprocess.run([CLAUDE, "-p", prompt, "--output-format", "json"], cwd=project, env=env,
+                          capture_output=True, text=True, timeout=180)
+
+
+def claude_code_requests(api: FakeAnthropic) -> list[str]:
+    texts = [request_texts(body) for body in api.message_bodies()]
+    return [t for t in texts if "You are the reflector" not in t and "You are the curator" not in t]
+
+
+def wait_for_learning(repo: PlaybookRepository, count: int, timeout: float = 90) -> list:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done = [t for t in repo.store.read() if any(isinstance(e, LearningCompleted) for e in t.events)]
+        if len(done) >= count:
+            return done
+        time.sleep(0.25)
+    log = (repo.claude_dir / "playbook.learn.log")
+    raise AssertionError(f"no learning transaction; learner log: {log.read_text() if log.exists() else '(none)'}")
+
+
+def test_claude_code_sessions_inject_the_playbook_and_learn_from_it(tmp_path):
+    project, home = tmp_path / "project", tmp_path / "home"
+    (project / ".claude").mkdir(parents=True)
+    home.mkdir()
+    # A playbook from the older tool, imported on first use.
+    (project / ".claude" / "playbook.json").write_text(json.dumps(
+        {"version": "1.0", "key_points": [{"name": "kpt_001", "text": "run the tests before committing", "score": 0}]}))
+    (project / ".claude" / "playbook.settings.json").write_text(json.dumps({"playbook_update_on_exit": True}))
+    install = subprocess.run([sys.executable, "-m", "playbook", "--project", str(project), "install"],
+                             capture_output=True, text=True, env={**os.environ, "HOME": str(home)})
+    assert install.returncode == 0, install.stderr
+    repo = PlaybookRepository(project / ".claude")
+
+    with FakeAnthropic(respond) as api:
+        first = run_claude(project, home, api, "Please fix the failing test.")
+        assert first.returncode == 0, first.stderr
+        seen = claude_code_requests(api)
+        assert any("[kpt_001] helpful=0 harmful=0 :: run the tests before committing" in t for t in seen), seen
+        learned = wait_for_learning(repo, 1)
+
+        transaction = learned[0]
+        assert transaction.commit.source == "hook:SessionEnd"
+        assert transaction.commit.analysis == REFLECTION["analysis"]
+        assert transaction.commit.reasoning == CURATION["reasoning"]
+        assert [(e.name, e.rating) for e in transaction.events if isinstance(e, KeyPointEvaluated)] == [
+            ("kpt_001", "helpful")]
+        assert [e.text for e in transaction.events if isinstance(e, KeyPointAdded)] == ["prefer pathlib over os.path"]
+        snapshot = json.loads((project / ".claude" / "playbook.json").read_text())
+        assert snapshot["sections"]["OTHERS"] == [
+            {"name": "kpt_001", "text": "run the tests before committing", "helpful": 1, "harmful": 0}]
+        assert snapshot["sections"]["USER PREFERENCES"] == [
+            {"name": "pref-001", "text": "prefer pathlib over os.path", "helpful": 0, "harmful": 0}]
+
+        before = len(api.message_bodies())
+        second = run_claude(project, home, api, "Now rename the helper.")
+        assert second.returncode == 0, second.stderr
+        later = [request_texts(body) for body in api.message_bodies()[before:]]
+        assert any("[pref-001] helpful=0 harmful=0 :: prefer pathlib over os.path" in t
+                   and "[kpt_001] helpful=1 harmful=0" in t for t in later), later
+        wait_for_learning(repo, 2)
