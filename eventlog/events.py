@@ -14,7 +14,7 @@ from typing import Any, Union
 import msgspec
 
 
-class Record(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", omit_defaults=True):
+class Record(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", omit_defaults=True, gc=False):
     """The envelope. Optional fields left at their default are omitted from the line."""
 
     seq: int = 0

@@ -8,9 +8,10 @@ same rules, and `fold` is `reduce(evolve, events, empty)` done with one copy.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
-from .domain import OTHERS, KeyPoint, PendingLearning, PlaybookState, legacy_number, slug_number
+from .domain import OTHERS, KeyPoint, PendingLearning, PlaybookState, legacy_number
 from .events import (
     CountersSet,
     LearningCompleted,
@@ -26,6 +27,7 @@ from .events import (
     KeyPointPruned,
     KeyPointsMerged,
     KeyPointUpdated,
+    OperationSkipped,
     PlaybookImported,
     SectionReordered,
     SnapshotSetAside,
@@ -35,11 +37,10 @@ from .events import (
 
 
 def _note_name(state: PlaybookState, name: str) -> None:
-    parsed = slug_number(name)
-    if parsed is not None:
-        slug, number = parsed
-        if number > state.high_water.get(slug, 0):
-            state.high_water[slug] = number
+    slug, dash, digits = name.rpartition("-")
+    if dash and digits.isdigit() and slug in state.high_water:  # `pat-007` (no regex: it runs per insert)
+        if int(digits) > state.high_water[slug]:
+            state.high_water[slug] = int(digits)
     elif (number := legacy_number(name)) is not None and number > state.high_water.get("kpt", 0):
         state.high_water["kpt"] = number
 
@@ -60,61 +61,153 @@ def _remove(state: PlaybookState, name: str) -> KeyPoint | None:
     return None if section is None else state.sections[section].pop(name)
 
 
+# One small function per event type, found through `_APPLY` by the event's exact type: the
+# fast form of a singledispatch, because the fold runs it once per line of the log. Each
+# returns True when the event changed the playbook itself (so `last_updated` moves).
+
+
+def _imported(state: PlaybookState, e: KeyPointImported) -> bool:
+    _insert(state, e.section, KeyPoint(e.name, e.text, e.helpful, e.harmful))
+    return False
+
+
+def _playbook_imported(state: PlaybookState, e: PlaybookImported) -> bool:
+    state.version = e.version
+    state.last_updated = e.last_updated if e.genesis else (e.at or state.last_updated)
+    return False
+
+
+def _added(state: PlaybookState, e: KeyPointAdded) -> bool:
+    _insert(state, e.section, KeyPoint(e.name, e.text, e.helpful, e.harmful))
+    return True
+
+
+def _updated(state: PlaybookState, e: KeyPointUpdated) -> bool:
+    if (kp := state.get(e.name)) is not None:
+        kp.text = e.text
+    return True
+
+
+def _merged(state: PlaybookState, e: KeyPointsMerged) -> bool:
+    for source in e.sources:
+        _remove(state, source)
+    _insert(state, e.section, KeyPoint(e.name, e.text, e.helpful, e.harmful))
+    return True
+
+
+def _removed(state: PlaybookState, e: KeyPointDeleted | KeyPointPruned) -> bool:
+    _remove(state, e.name)
+    return True
+
+
+def _counters(state: PlaybookState, e: KeyPointEvaluated | CountersSet) -> bool:
+    section = state.where.get(e.name)
+    if section is not None:
+        kp = state.sections[section][e.name]
+        kp.helpful = e.helpful
+        kp.harmful = e.harmful
+    return True
+
+
+def _moved(state: PlaybookState, e: KeyPointMoved) -> bool:
+    if (kp := _remove(state, e.name)) is not None:
+        _insert(state, e.to_section, kp)
+    return True
+
+
+def _reordered(state: PlaybookState, e: SectionReordered) -> bool:
+    entries = state.sections.get(e.section)
+    if entries is not None:
+        ordered = {name: entries[name] for name in e.names if name in entries}
+        ordered.update(entries)
+        state.sections[e.section] = ordered
+    return True
+
+
+def _version(state: PlaybookState, e: VersionSet) -> bool:
+    state.version = e.version
+    return True
+
+
+def _requested(state: PlaybookState, e: LearningRequested) -> bool:
+    state.pending[e.request] = PendingLearning(e.request, e.hook, e.transcript, e.session, e.at)
+    return False
+
+
+def _learned(state: PlaybookState, e: LearningCompleted | LearningSkipped) -> bool:
+    state.pending.pop(e.request, None)
+    line = e.through_line
+    if e.transcript and line is not None and line > state.progress.get(e.transcript, 0):
+        state.progress[e.transcript] = line
+    return False
+
+
+def _failed(state: PlaybookState, e: LearningFailed) -> bool:
+    state.pending.pop(e.request, None)
+    return False
+
+
+def _housekeeping(state: PlaybookState, e: Event) -> bool:
+    return False
+
+
+def _skipped(state: PlaybookState, e: OperationSkipped) -> bool:
+    return False  # recorded for the audit; the playbook itself did not change
+
+
+_APPLY: dict[type, Callable[[PlaybookState, Any], bool]] = {
+    KeyPointImported: _imported,
+    PlaybookImported: _playbook_imported,
+    KeyPointAdded: _added,
+    KeyPointUpdated: _updated,
+    KeyPointsMerged: _merged,
+    KeyPointDeleted: _removed,
+    KeyPointPruned: _removed,
+    KeyPointEvaluated: _counters,
+    CountersSet: _counters,
+    KeyPointMoved: _moved,
+    SectionReordered: _reordered,
+    VersionSet: _version,
+    OperationSkipped: _skipped,
+    LearningRequested: _requested,
+    LearningCompleted: _learned,
+    LearningSkipped: _learned,
+    LearningFailed: _failed,
+    TailRepaired: _housekeeping,
+    SnapshotSetAside: _housekeeping,
+}
+
+
 def apply(state: PlaybookState, event: Event) -> None:
-    """Apply one event to a state owned by the caller. Total: unknown events change only `seq`."""
+    """Apply one event to a state owned by the caller. Total: an unknown event changes only `seq`."""
     if event.seq:
         state.seq = event.seq
-    match event:
-        case KeyPointImported(section=section, name=name, text=text, helpful=helpful, harmful=harmful):
-            _insert(state, section, KeyPoint(name, text, helpful, harmful))
-            return
-        case PlaybookImported(version=version, last_updated=last_updated, genesis=genesis):
-            state.version = version
-            state.last_updated = last_updated if genesis else (event.at or state.last_updated)
-            return
-        case KeyPointAdded(section=section, name=name, text=text, helpful=helpful, harmful=harmful):
-            _insert(state, section, KeyPoint(name, text, helpful, harmful))
-        case KeyPointUpdated(name=name, text=text):
-            if (kp := state.get(name)) is not None:
-                kp.text = text
-        case KeyPointsMerged(section=section, name=name, text=text, sources=sources, helpful=h, harmful=hh):
-            for source in sources:
-                _remove(state, source)
-            _insert(state, section, KeyPoint(name, text, h, hh))
-        case KeyPointDeleted(name=name) | KeyPointPruned(name=name):
-            _remove(state, name)
-        case KeyPointEvaluated(name=name, helpful=helpful, harmful=harmful) | CountersSet(
-            name=name, helpful=helpful, harmful=harmful
-        ):
-            if (kp := state.get(name)) is not None:
-                kp.helpful, kp.harmful = helpful, harmful
-        case KeyPointMoved(name=name, to_section=to_section):
-            if (kp := _remove(state, name)) is not None:
-                _insert(state, to_section, kp)
-        case SectionReordered(section=section, names=names) if section in state.sections:
-            entries = state.sections[section]
-            ordered = {name: entries[name] for name in names if name in entries}
-            ordered.update(entries)
-            state.sections[section] = ordered
-        case VersionSet(version=version):
-            state.version = version
-        case LearningRequested(request=request, hook=hook, transcript=transcript, session=session):
-            state.pending[request] = PendingLearning(request, hook, transcript, session, event.at)
-            return
-        case LearningCompleted(request=request, transcript=transcript, through_line=line) | LearningSkipped(
-            request=request, transcript=transcript, through_line=int() as line
-        ):
-            state.pending.pop(request, None)
-            if transcript and line > state.progress.get(transcript, 0):
-                state.progress[transcript] = line
-            return
-        case LearningFailed(request=request) | LearningSkipped(request=request):
-            state.pending.pop(request, None)
-            return
-        case TailRepaired() | SnapshotSetAside():
-            return  # housekeeping: the playbook itself did not change
-    if event.at:
+    handler = _APPLY.get(type(event))
+    if handler is not None and handler(state, event) and event.at:
         state.last_updated = event.at
+
+
+def apply_transaction(state: PlaybookState, events: list, seq: int, at: str) -> None:
+    """Apply one committed transaction's events (all stamped `at`) in place; same result as `apply` on each."""
+    get = _APPLY.get
+    where, sections = state.where, state.sections
+    changed = False
+    for event in events:
+        kind = type(event)
+        if kind is KeyPointEvaluated:  # most of any log: inlined `_counters`
+            section = where.get(event.name)
+            if section is not None:
+                kp = sections[section][event.name]
+                kp.helpful = event.helpful
+                kp.harmful = event.harmful
+            changed = True
+            continue
+        handler = get(kind)
+        if handler is not None and handler(state, event):
+            changed = True
+    if changed and at:
+        state.last_updated = at
+    state.seq = seq
 
 
 def evolve(state: PlaybookState, event: Event) -> PlaybookState:

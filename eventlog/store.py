@@ -16,9 +16,9 @@ Safe across processes on one machine; not NFS-safe (it relies on `flock`).
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import os
 import uuid
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -39,10 +39,13 @@ from .events import (
     record_decoder,
     unknown_decoder,
 )
-from .evolve import apply
+from .evolve import apply, apply_transaction
 
 CHUNK_SIZE = 1 << 20
 _HASH_KEY = b',"h":"'
+_SUFFIX = len(_HASH_KEY) + 8 + 2  # ,"h":"xxxxxxxx"}
+_TAIL = _SUFFIX + 1  # with the newline
+_COMMIT = b'{"type":"TransactionCommitted"'
 
 
 class Position(msgspec.Struct, frozen=True):
@@ -84,24 +87,38 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="microseconds")
 
 
-def line_hash(previous: str, body: bytes) -> str:
-    return hashlib.blake2b(previous.encode() + body, digest_size=12).hexdigest()
+def line_hash(running: int, prefix: bytes) -> int:
+    """The `h` of a line: the CRC-32 of the whole file up to this line's `,"h":` field.
+
+    So every line is checked on its own (from the running value before it), and a whole
+    transaction with one `crc32` over its bytes. It finds cuts, damage, edits and where
+    they are; like any unkeyed checksum it does not stop a deliberate rewrite.
+    """
+    return zlib.crc32(prefix, running)
 
 
-def encode_line(record: msgspec.Struct, previous_hash: str) -> tuple[bytes, str]:
-    """The line for `record` chained to `previous_hash`, and its own hash."""
-    body = encoder.encode(record)
-    digest = line_hash(previous_hash, body)
-    return body[:-1] + _HASH_KEY + digest.encode() + b'"}\n', digest
+def running_after(line: bytes, h: int) -> int:
+    """The file's running CRC-32 after `line` (with its newline), given the line's own `h`."""
+    return zlib.crc32(line[-_TAIL:], h)
 
 
-def split_hash(line: bytes) -> tuple[bytes, str] | None:
-    """(body without "h", h) of a line as `encode_line` wrote it, or None."""
-    line = line.rstrip(b"\n")
-    cut = line.rfind(_HASH_KEY)
-    if cut < 0 or not line.endswith(b'"}'):
+def encode_line(record: msgspec.Struct, running: int) -> tuple[bytes, int]:
+    """The line for `record` after a file whose running CRC-32 is `running`, and the running value after it."""
+    prefix = encoder.encode(record)[:-1]
+    h = zlib.crc32(prefix, running)
+    line = prefix + _HASH_KEY + b"%08x" % h + b'"}\n'
+    return line, zlib.crc32(line[-_TAIL:], h)
+
+
+def split_hash(line: bytes) -> tuple[bytes, int] | None:
+    """(prefix, h) of a line as `encode_line` wrote it (`h` is last and fixed-width), or None."""
+    line = line if line.endswith(b"\n") else line + b"\n"
+    if len(line) < _TAIL or line[-_TAIL:-11] != _HASH_KEY or line[-3:] != b'"}\n':
         return None
-    return line[:cut] + b"}", line[cut + len(_HASH_KEY) : -2].decode("ascii", "replace")
+    try:
+        return line[:-_TAIL], int(line[-11:-3], 16)
+    except ValueError:
+        return None
 
 
 def _decode_line(line: bytes) -> TransactionCommitted | Event | UnknownRecord:
@@ -115,11 +132,23 @@ def _decode_line(line: bytes) -> TransactionCommitted | Event | UnknownRecord:
         return unknown
 
 
+class _Recheck(Exception):
+    """The fast path met something it does not vouch for: rescan strictly from the last commit."""
+
+
+_DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError)
+
+
 class LogReader:
     """Iterates the committed transactions of a log file from `start`, strictly.
 
     After iteration, `position` is just after the last committed transaction and
     `torn` describes any unfinished tail. Streams the file in chunks.
+
+    Fast path: a chunk is decoded with one `decode_lines` call and each transaction is
+    checked with one `crc32` over its bytes against its commit line's `h`. Anything
+    unexpected sends the reader back to the last commit to rescan line by line, which
+    checks every line's `h`, `seq` and transaction and names the first damaged line.
     """
 
     def __init__(self, path: Path, start: Position = Position()) -> None:
@@ -133,16 +162,17 @@ class LogReader:
         except (FileNotFoundError, NotADirectoryError):
             return
         with handle:
+            try:
+                handle.seek(self.position.offset)
+                yield from self._fast(handle)
+                return
+            except _Recheck:
+                pass
             handle.seek(self.position.offset)
-            yield from self._scan(handle)
+            yield from self._strict(handle)
 
-    def _scan(self, handle) -> Iterator[Transaction]:
-        pos = self.position
-        pending: list[Event | UnknownRecord] = []
-        pending_start = pos
-        offset, line_no, previous_hash = pos.offset, pos.line, pos.hash
-        expected_seq = pos.seq + 1
-        damage: tuple[int, int, str] | None = None  # (line, offset, reason) of the first bad line
+    def _chunks(self, handle) -> Iterator[bytes]:
+        """The file from the handle's position in chunks of whole lines; sets `_leftover`."""
         leftover = b""
         while True:
             data = handle.read(CHUNK_SIZE)
@@ -151,39 +181,105 @@ class LogReader:
             data = leftover + data
             cut = data.rfind(b"\n") + 1
             chunk, leftover = data[:cut], data[cut:]
-            start = 0
-            while start < len(chunk):
-                end = chunk.index(b"\n", start) + 1
-                raw = chunk[start:end]
+            if chunk:
+                yield chunk
+        self._leftover = len(leftover)
+
+    def _finish(self, end: int) -> None:
+        if end > self.position.offset:
+            self.torn = TornTail(offset=self.position.offset, length=end - self.position.offset,
+                                 line=self.position.line + 1)
+
+    def _fast(self, handle) -> Iterator[Transaction]:
+        # No Python work per line: commit lines are found by byte search (a line that starts
+        # with _COMMIT; inside a JSON string its quotes would be escaped) and mapped to records
+        # by counting newlines; one crc32 over the transaction's bytes checks all its lines.
+        running = int(self.position.hash, 16) if self.position.hash else 0
+        offset = self.position.offset  # file offset of the current chunk
+        pending: list = []
+        crc32 = zlib.crc32
+        for chunk in self._chunks(handle):
+            try:
+                records = record_decoder.decode_lines(chunk)
+            except _DECODE_ERRORS:
+                raise _Recheck from None
+            if len(records) != chunk.count(b"\n"):
+                raise _Recheck
+            view = memoryview(chunk)
+            begin = 0  # `running` covers the file up to here in `chunk`
+            first = 0  # index in `records` of the line starting at `begin`
+            search = 0
+            while (at := chunk.find(_COMMIT, search)) >= 0:
+                search = at + 1
+                if at and chunk[at - 1] != 10:
+                    continue  # not at the start of a line
+                end = chunk.index(b"\n", at) + 1
+                index = first + chunk.count(b"\n", begin, at)
+                commit = records[index]
+                events = pending + records[first:index] if pending else records[first:index]
+                seq = self.position.seq
+                try:
+                    h = int(chunk[end - 11 : end - 3], 16)
+                except ValueError:
+                    raise _Recheck from None
+                if (type(commit) is not TransactionCommitted or h != crc32(view[begin : end - _TAIL], running)
+                        or chunk[end - _TAIL : end - 11] != _HASH_KEY or commit.events != len(events)
+                        or commit.seq != seq + len(events) + 1
+                        or (events and (events[0].seq != seq + 1 or events[0].tx != commit.tx
+                                        or events[-1].tx != commit.tx))):
+                    raise _Recheck
+                running = crc32(view[end - _TAIL : end], h)
+                end_pos = Position(offset + end, commit.seq, "%08x" % running, self.position.line + len(events) + 1)
+                transaction = Transaction(events, commit, self.position, end_pos)
+                self.position = end_pos
+                pending, begin, first, search = [], end, index + 1, end
+                yield transaction
+            if first < len(records):
+                pending = pending + records[first:] if pending else records[first:]
+                running = crc32(view[begin:], running)
+            offset += len(chunk)
+        self._finish(offset + self._leftover)
+
+    def _strict(self, handle) -> Iterator[Transaction]:
+        pos = self.position
+        pending: list = []
+        pending_start = pos
+        offset, line_no = pos.offset, pos.line
+        running = int(pos.hash, 16) if pos.hash else 0
+        expected_seq = pos.seq + 1
+        damage: tuple[int, int, str] | None = None  # (line, offset, reason) of the first bad line
+        for chunk in self._chunks(handle):
+            lines = chunk.split(b"\n")
+            lines.pop()
+            for raw in lines:
                 line_no += 1
                 line_offset = offset
-                offset += len(raw)
-                start = end
+                offset += len(raw) + 1
                 try:
                     record = _decode_line(raw)
-                except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
+                except _DECODE_ERRORS as exc:
                     if damage is None:
                         damage = (line_no, line_offset, f"undecodable record: {exc}")
                     continue
-                hashed = split_hash(raw)
-                if hashed is None or hashed[1] != line_hash(previous_hash, hashed[0]):
-                    if damage is None:
-                        damage = (line_no, line_offset, "hash does not match the line and the one before it")
-                    if isinstance(record, TransactionCommitted):
-                        raise CorruptLogError(self.path, *damage)
-                    continue
-                previous_hash = hashed[1]
+                is_commit = type(record) is TransactionCommitted
                 if damage is not None:
-                    if isinstance(record, TransactionCommitted):
+                    if is_commit:
                         raise CorruptLogError(self.path, *damage)
                     continue
+                hashed = split_hash(raw)
+                if hashed is None or hashed[1] != zlib.crc32(hashed[0], running):
+                    damage = (line_no, line_offset, "hash does not match the line and the bytes before it")
+                    if is_commit:
+                        raise CorruptLogError(self.path, *damage)
+                    continue
+                running = zlib.crc32(raw[-_SUFFIX:] + b"\n", hashed[1])
                 if record.seq != expected_seq:
                     damage = (line_no, line_offset, f"sequence {record.seq} where {expected_seq} was expected")
-                    if isinstance(record, TransactionCommitted):
+                    if is_commit:
                         raise CorruptLogError(self.path, *damage)
                     continue
                 expected_seq += 1
-                if not isinstance(record, TransactionCommitted):
+                if not is_commit:
                     if pending and record.tx != pending[0].tx:
                         damage = (line_no, line_offset, f"record of transaction {record.tx} inside {pending[0].tx}")
                         continue
@@ -194,15 +290,12 @@ class LogReader:
                         self.path, line_no, line_offset,
                         f"commit of {record.events} events follows {len(pending)} records of its transaction",
                     )
-                end_pos = Position(offset=offset, seq=record.seq, hash=previous_hash, line=line_no)
+                end_pos = Position(offset=offset, seq=record.seq, hash="%08x" % running, line=line_no)
                 transaction = Transaction(events=pending, commit=record, start=pending_start, end=end_pos)
                 pending, pending_start = [], end_pos
                 self.position = end_pos
                 yield transaction
-        size = offset + len(leftover)
-        if size > self.position.offset:
-            self.torn = TornTail(offset=self.position.offset, length=size - self.position.offset,
-                                 line=self.position.line + 1)
+        self._finish(offset + self._leftover)
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -222,30 +315,26 @@ def fold_log(
     for transaction in reader:
         if until is not None and transaction.end.offset > until:
             return state, position, None
-        for event in transaction.events:
-            if not isinstance(event, UnknownRecord):
-                apply(state, event)
-        state.seq = transaction.commit.seq
+        apply_transaction(state, transaction.events, transaction.commit.seq, transaction.commit.at)
         position = transaction.end
     return state, reader.position, reader.torn
 
 
 def hash_at(path: Path, position: Position) -> bool:
-    """True when the line ending at `position.offset` carries `position.hash` (O(1): reads one line)."""
+    """True when the file's running CRC-32 just after the line ending at `position.offset` is
+    `position.hash`, read from that line's own `h` (O(1): reads its last 17 bytes)."""
     if position.offset == 0:
         return position.hash == ""
+    if position.offset < _TAIL:
+        return False
     try:
         with open(path, "rb") as handle:
-            back = min(position.offset, 1 << 16)
-            handle.seek(position.offset - back)
-            data = handle.read(back)
+            handle.seek(position.offset - _TAIL)
+            tail = handle.read(_TAIL)
     except OSError:
         return False
-    if len(data) != back or not data.endswith(b"\n"):
-        return False
-    line = data[data.rfind(b"\n", 0, len(data) - 1) + 1 :]
-    hashed = split_hash(line)
-    return hashed is not None and hashed[1] == position.hash
+    hashed = split_hash(tail)
+    return hashed is not None and "%08x" % running_after(tail, hashed[1]) == position.hash
 
 
 class JsonlEventStore:
@@ -332,21 +421,21 @@ class JsonlEventStore:
         tx = uuid.uuid4().hex[:16]
         at = utc_now()
         seq = position.seq
-        previous = position.hash
+        running = int(position.hash, 16) if position.hash else 0
         lines: list[bytes] = []
         stamped: list[Event] = []
         for event in events:
             seq += 1
             event = msgspec.structs.replace(event, seq=seq, tx=tx, at=at)
             stamped.append(event)
-            line, previous = encode_line(event, previous)
+            line, running = encode_line(event, running)
             lines.append(line)
         seq += 1
         commit = TransactionCommitted(
             seq=seq, tx=tx, at=at, events=len(stamped), source=cause.source, session=cause.session,
             model=cause.model, analysis=cause.analysis, reasoning=cause.reasoning, note=cause.note,
         )
-        line, previous = encode_line(commit, previous)
+        line, running = encode_line(commit, running)
         lines.append(line)
         payload = b"".join(lines)
         created = not self.path.exists()
@@ -366,7 +455,8 @@ class JsonlEventStore:
         for event in stamped:
             apply(state, event)
         state.seq = seq
-        end = Position(offset=position.offset + len(payload), seq=seq, hash=previous, line=position.line + len(lines))
+        end = Position(offset=position.offset + len(payload), seq=seq, hash="%08x" % running,
+                       line=position.line + len(lines))
         return Committed(events=stamped, commit=commit, state=state, position=end)
 
 

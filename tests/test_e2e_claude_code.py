@@ -116,3 +116,24 @@ def test_claude_code_sessions_inject_the_playbook_and_learn_from_it(tmp_path):
         assert any("[pref-001] helpful=0 harmful=0 :: prefer pathlib over os.path" in t
                    and "[kpt_001] helpful=1 harmful=0" in t for t in later), later
         wait_for_learning(repo, 2)
+
+
+def test_the_repository_works_as_a_claude_code_plugin(tmp_path):
+    project, home = tmp_path / "project", tmp_path / "home"
+    (project / ".claude").mkdir(parents=True)
+    home.mkdir()
+    (project / ".claude" / "playbook.json").write_text(json.dumps(
+        {"version": "1.0", "sections": {"PROJECT CONTEXT": [
+            {"name": "ctx-001", "text": "the API lives in server/", "helpful": 2, "harmful": 0}]}}))
+    with FakeAnthropic(respond) as api:
+        assert CLAUDE is not None, "Claude Code must be installed in CI"
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("ANTHROPIC_", "AGENTIC_CONTEXT_", "CLAUDE", "PLAYBOOK_"))}
+        env |= {"HOME": str(home), "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-test-e2e",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "PLAYBOOK_PYTHON": sys.executable}
+        result = subprocess.run([CLAUDE, "--plugin-dir", str(ROOT), "-p", "Where is the API?",
+                                 "--output-format", "json"], cwd=project, env=env, capture_output=True, text=True,
+                                timeout=180)
+        assert result.returncode == 0, result.stderr
+        seen = claude_code_requests(api)
+    assert any("[ctx-001] helpful=2 harmful=0 :: the API lives in server/" in t for t in seen), seen

@@ -679,7 +679,7 @@ class PlaybookMachine(RuleBasedStateMachine):
                                          harmful=0, origin="operation"))
         records.append(TransactionCommitted(seq=position.seq + events + 1, tx=tx, at=at, events=events,
                                             source="crashed"))
-        payload, previous = b"", position.hash
+        payload, previous = b"", int(position.hash, 16) if position.hash else 0
         for record in records:
             line, previous = encode_line(record, previous)
             payload += line

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,16 @@ from eventlog.domain import PlaybookState
 from eventlog.errors import CorruptLogError
 from eventlog.events import Cause, KeyPointAdded, TailRepaired, UnknownRecord
 from eventlog.evolve import fold
-from eventlog.store import InMemoryEventStore, JsonlEventStore, LogReader, Position, fold_log, split_hash, line_hash
+from eventlog.store import (
+    InMemoryEventStore,
+    JsonlEventStore,
+    LogReader,
+    Position,
+    fold_log,
+    line_hash,
+    running_after,
+    split_hash,
+)
 
 CAUSE = Cause(source="test", session="s-1", model="m", analysis="why", reasoning="because")
 
@@ -84,22 +94,25 @@ class TestJsonlStore(StoreContract):
         store = self.make(tmp_path)
         self.append(store, add("a"))
         self.append(store, add("b"))
-        previous = ""
+        running = 0
         for line in store.path.read_bytes().splitlines(keepends=True):
-            body, digest = split_hash(line)
-            assert digest == line_hash(previous, body)
-            previous = digest
+            prefix, h = split_hash(line)
+            assert h == line_hash(running, prefix)
+            running = running_after(line, h)
+        assert running == zlib.crc32(store.path.read_bytes())
 
     def test_unknown_record_type_is_read_kept_and_not_applied(self, tmp_path):
         store = self.make(tmp_path)
         self.append(store, add("a"))
         raw = store.path.read_bytes()
-        previous = split_hash(raw.splitlines()[-1])[1]
+        running = zlib.crc32(raw)
         body = b'{"type":"FromTheFuture","seq":3,"tx":"zz","at":"2030-01-01T00:00:00+00:00","x":1}'
         commit = b'{"type":"TransactionCommitted","seq":4,"tx":"zz","at":"2030-01-01T00:00:00+00:00","events":1,"source":"v9"}'
-        body_hash = line_hash(previous, body)
-        lines = [body[:-1] + b',"h":"' + body_hash.encode() + b'"}\n']
-        lines.append(commit[:-1] + b',"h":"' + line_hash(body_hash, commit).encode() + b'"}\n')
+        lines = []
+        for record in (body, commit):
+            h = line_hash(running, record[:-1])
+            lines.append(record[:-1] + b',"h":"' + b"%08x" % h + b'"}\n')
+            running = running_after(lines[-1], h)
         store.path.write_bytes(raw + b"".join(lines))
         transactions = list(store.read())
         assert isinstance(transactions[1].events[0], UnknownRecord)

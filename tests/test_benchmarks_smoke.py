@@ -1,0 +1,25 @@
+"""The benchmark's log generator writes valid logs: folding the file gives the state of the same events in memory."""
+
+from __future__ import annotations
+
+from benchmarks.fold import Generator, fold_file, write_log
+from eventlog.events import Event, TransactionCommitted
+from eventlog.evolve import fold
+
+
+def test_generated_log_folds_to_the_state_of_its_events_in_memory(tmp_path):
+    records: list[Event | TransactionCommitted] = []
+    generator = Generator(seed=11, live=60, validate=True)  # validate: scratch decide == decide on the full state
+    info = write_log(tmp_path / "log.jsonl", 2000, keep=records, generator=generator)
+
+    events = [r for r in records if not isinstance(r, TransactionCommitted)]
+    commits = [r for r in records if isinstance(r, TransactionCommitted)]
+    assert (info.events, len(events), len(commits)) == (2000, 2000, info.transactions)
+    assert [r.seq for r in records] == list(range(1, len(records) + 1))
+    assert {"KeyPointAdded", "KeyPointEvaluated", "KeyPointDeleted", "KeyPointPruned"} <= set(info.mix)
+
+    in_memory = fold(events)
+    in_memory.seq = commits[-1].seq
+    from_file = fold_file(tmp_path / "log.jsonl")
+    assert from_file == in_memory == generator.state
+    assert 30 <= len(from_file.where) <= 90
