@@ -1,0 +1,101 @@
+"""How long the Claude Code hooks take, as whole processes, beside the bare interpreter.
+
+    python -m benchmarks.hooks [--runs 40] [--entries 500]
+
+Prints medians (and p90) of: the same interpreter's `-c pass` and `-S -c pass`, the
+installed SessionStart command on a playbook of `--entries` entries, the Python entry
+point `-m playbook hook SessionStart`, and the SessionEnd hook's return time with
+learning on (it records the request and starts the background learner). Asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from eventlog.decide import ApplyOperations
+from eventlog.events import Cause
+from playbook.install import hook_command
+from projections.repository import PlaybookRepository
+
+SECTIONS = ("PATTERNS & APPROACHES", "MISTAKES TO AVOID", "USER PREFERENCES", "PROJECT CONTEXT", "OTHERS")
+
+
+def seed(project: Path, entries: int) -> None:
+    repo = PlaybookRepository(project / ".claude")
+    for start in range(0, entries, 10):
+        ops = [{"type": "ADD", "section": SECTIONS[i % 5],
+                "text": f"key point {i}: prefer explicit, well-named helpers over clever one-liners"}
+               for i in range(start, min(start + 10, entries))]
+        repo.append([ApplyOperations(ops)], Cause(source="benchmark"))
+
+
+def timed(command: str | list[str], stdin: bytes, env: dict[str, str], cwd: Path, runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run(command, shell=isinstance(command, str), input=stdin, env=env, cwd=cwd,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        times.append(time.perf_counter() - started)
+    return times
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--entries", type=int, default=500)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bench-hooks-") as tmp:
+        project = Path(tmp) / "project"
+        project.mkdir()
+        seed(project, args.entries)
+        transcript = Path(tmp) / "session.jsonl"
+        transcript.write_text(json.dumps({"type": "user", "message": {"role": "user", "content": "hi"}}) + "\n")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "AGENTIC_CONTEXT_"))}
+        env |= {"CLAUDE_PROJECT_DIR": str(project)}
+        start_in = json.dumps({"hook_event_name": "SessionStart", "source": "startup", "session_id": "b"}).encode()
+        end_in = json.dumps({"hook_event_name": "SessionEnd", "reason": "prompt_input_exit", "session_id": "b",
+                             "transcript_path": str(transcript)}).encode()
+        python = sys.executable
+        output = subprocess.run(hook_command("SessionStart"), shell=True, input=start_in, env=env, cwd=project,
+                                capture_output=True, check=True).stdout
+        assert len(output) > args.entries * 50, "the SessionStart hook printed no playbook"
+        rows: list[tuple[str, list[float]]] = []
+        # Interleave the commands run by run, so the machine's noise hits them alike.
+        commands = [
+            ("python -c pass (same interpreter)", [python, "-c", "pass"], b"", env),
+            ("python -S -c pass", [python, "-S", "-c", "pass"], b"", env),
+            (f"SessionStart hook as installed ({args.entries} entries)", hook_command("SessionStart"), start_in, env),
+            ("python -m playbook hook SessionStart", f'"{python}" -m playbook hook SessionStart', start_in, env),
+            ("SessionEnd hook (learning on): time to return", hook_command("SessionEnd"), end_in,
+             env | {"PLAYBOOK_UPDATE_ON_EXIT": "1"}),
+        ]
+        samples: dict[str, list[float]] = {name: [] for name, *_ in commands}
+        for _ in range(args.runs):
+            for name, command, stdin, environment in commands:
+                samples[name] += timed(command, stdin, environment, project, 1)
+        rows = list(samples.items())
+        bare = statistics.median(samples[commands[0][0]])
+        print(f"python {sys.version.split()[0]} at {python}; {args.runs} runs each, interleaved")
+        for name, times in rows:
+            median = statistics.median(times)
+            p90 = sorted(times)[int(0.9 * (len(times) - 1))]
+            print(f"  {name:<52} median {median * 1000:7.1f} ms   p90 {p90 * 1000:7.1f} ms"
+                  f"   vs -c pass {1000 * (median - bare):+7.1f} ms")
+        injection = statistics.median(samples[commands[2][0]]) - bare
+        session_end = statistics.median(samples[commands[4][0]])
+        print(f"  targets: SessionStart at most 25 ms above -c pass: {injection * 1000:+.1f} ms "
+              f"({'met' if injection <= 0.025 else 'NOT met'}); SessionEnd under 300 ms: "
+              f"{session_end * 1000:.0f} ms ({'met' if session_end < 0.3 else 'NOT met'})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
