@@ -163,3 +163,21 @@ def test_cli_install_and_uninstall_in_a_project(tmp_path):
     result = subprocess.run([sys.executable, "-m", "playbook", "--project", str(project), "uninstall"],
                             capture_output=True, text=True, env=env)
     assert result.returncode == 0 and json.loads((project / ".claude" / "settings.json").read_text()) == {}
+
+
+@pytest.mark.parametrize("event", ["SessionStart", "SessionEnd", "PreCompact", "SubagentStop"])
+def test_an_unwritable_project_gives_one_line_and_exit_0(tmp_path, event):
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / ".claude").write_text("a file where the directory should be")
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text('{"type":"user","message":{"role":"user","content":"hi"}}\n')
+    stdin = json.dumps({"hook_event_name": event, "reason": "other", "session_id": "s",
+                        "transcript_path": str(transcript), "agent_transcript_path": str(transcript)}).encode()
+    command = hook_command(event) if event == "SessionStart" else f'"{sys.executable}" -m playbook hook {event}'
+    result = run_hook_command(command, stdin, project, PLAYBOOK_UPDATE_ON_EXIT="1")
+    assert result.returncode == 0 and b"Traceback" not in result.stderr
+    if event == "SessionStart":
+        assert result.stdout == b"" and result.stderr == b""
+    else:
+        assert result.stderr.count(b"\n") == 1 and result.stderr.startswith(b"playbook:")
