@@ -151,9 +151,10 @@ class LogReader:
     checks every line's `h`, `seq` and transaction and names the first damaged line.
     """
 
-    def __init__(self, path: Path, start: Position = Position()) -> None:
+    def __init__(self, path: Path, start: Position = Position(), strict: bool = False) -> None:
         self.path = path
         self.position = start
+        self.strict = strict
         self.torn: TornTail | None = None
 
     def __iter__(self) -> Iterator[Transaction]:
@@ -162,12 +163,13 @@ class LogReader:
         except (FileNotFoundError, NotADirectoryError):
             return
         with handle:
-            try:
-                handle.seek(self.position.offset)
-                yield from self._fast(handle)
-                return
-            except _Recheck:
-                pass
+            if not self.strict:
+                try:
+                    handle.seek(self.position.offset)
+                    yield from self._fast(handle)
+                    return
+                except _Recheck:
+                    pass
             handle.seek(self.position.offset)
             yield from self._strict(handle)
 

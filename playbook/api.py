@@ -33,7 +33,7 @@ from eventlog.events import Cause, Event, KeyPointAdded
 from eventlog.evolve import fold
 from projections.render import format_state
 from projections.repository import PlaybookRepository
-from projections.snapshot import read_snapshot
+from projections.snapshot import playbook_dict, read_snapshot
 
 from .diagnostics import report, warn
 from .project import repository
@@ -67,20 +67,7 @@ def _origin(playbook: Any) -> PlaybookState | None:
 
 def to_playbook_dict(state: PlaybookState, origin: PlaybookState | None = None) -> LoadedPlaybook:
     """The spec's dict shape for `state`: version, last_updated and all five sections."""
-    return LoadedPlaybook(
-        {
-            "version": state.version,
-            "last_updated": state.last_updated,
-            "sections": {
-                section: [
-                    {"name": kp.name, "text": kp.text, "helpful": kp.helpful, "harmful": kp.harmful}
-                    for kp in state.sections[section].values()
-                ]
-                for section in SECTION_SLUGS
-            },
-        },
-        origin=origin,
-    )
+    return LoadedPlaybook(playbook_dict(state), origin=origin)
 
 
 def _state_of(playbook: Any) -> PlaybookState:

@@ -70,6 +70,19 @@ def snapshot_of(state: PlaybookState, position: Position) -> SnapshotFile:
     return snapshot
 
 
+def playbook_dict(state: PlaybookState) -> dict:
+    """The spec's dict shape for `state`: version, last_updated and all five sections, in order."""
+    return {
+        "version": state.version,
+        "last_updated": state.last_updated,
+        "sections": {
+            section: [{"name": kp.name, "text": kp.text, "helpful": kp.helpful, "harmful": kp.harmful}
+                      for kp in state.sections[section].values()]
+            for section in SECTION_SLUGS
+        },
+    }
+
+
 def render(state: PlaybookState, position: Position) -> bytes:
     """The exact bytes of playbook.json for `state` at `position`."""
     return msgspec.json.format(_encoder.encode(snapshot_of(state, position)), indent=2) + b"\n"

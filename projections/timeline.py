@@ -1,0 +1,545 @@
+"""Read models over the log's past: state at a point, per-entry history, newest transactions, diffs, reverts.
+
+State as of any point is one fold of a log prefix. Checkpoints (folded states kept
+in `.claude/playbook.checkpoints/`, derived from the log and rebuilt at will, never
+trusted without checking their position's hash in the log) keep that fast on long
+logs. History and `log -n` find what they need by byte search and read only those
+transactions, so neither folds the whole log.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import re
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from eventlog.decide import ReplaceContent, decide
+from eventlog.domain import SECTION_SLUGS, KeyPoint, PlaybookState
+from eventlog.errors import PlaybookError
+from eventlog.events import (
+    CountersSet,
+    Event,
+    KeyPointAdded,
+    KeyPointDeleted,
+    KeyPointEvaluated,
+    KeyPointImported,
+    KeyPointMoved,
+    KeyPointPruned,
+    KeyPointsMerged,
+    KeyPointUpdated,
+    LearningCompleted,
+    OperationSkipped,
+    TransactionCommitted,
+    UnknownRecord,
+    record_decoder,
+)
+from eventlog.evolve import apply_transaction
+from eventlog.store import LogReader, Position, Transaction, hash_at, running_after, split_hash
+
+from .repository import PlaybookRepository
+from .snapshot import playbook_dict
+
+CHECKPOINT_EVERY = 50_000  # events between checkpoints
+CHECKPOINT_DIR = "playbook.checkpoints"
+_COMMIT_LINE = b'\n{"type":"TransactionCommitted"'
+_commit_decoder = msgspec.json.Decoder(TransactionCommitted)
+_RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+class TimelineError(PlaybookError):
+    """A point in time, transaction, session or entry that the log does not have."""
+
+
+class RevertConflict(PlaybookError):
+    """Later transactions touched entries the revert would change; `--force` reverts the rest."""
+
+    def __init__(self, conflicts: dict[str, list[str]]) -> None:
+        self.conflicts = conflicts
+        detail = "; ".join(f"{name} (changed later by {', '.join(txs)})" for name, txs in sorted(conflicts.items()))
+        super().__init__(f"later transactions touched the same entries: {detail}")
+
+
+class CommitRef(msgspec.Struct, frozen=True):
+    """Where one committed transaction ends in the log, and what its commit record says."""
+
+    commit: TransactionCommitted
+    start: Position
+    end: Position
+
+
+class Checkpoint(msgspec.Struct):
+    state: PlaybookState
+    position: Position
+
+
+class HistoryItem(msgspec.Struct, frozen=True):
+    """One thing that happened to an entry: the event, its transaction's commit, and the entry after it."""
+
+    event: Event
+    commit: TransactionCommitted
+    entry: str
+    after: KeyPoint | None
+
+
+class Change(msgspec.Struct, frozen=True):
+    name: str
+    section: str
+    text: str
+    helpful: int
+    harmful: int
+    before_section: str | None = None
+    before_text: str | None = None
+    before_helpful: int | None = None
+    before_harmful: int | None = None
+
+
+class Diff(msgspec.Struct, frozen=True):
+    """How the playbook at `b` differs from the one at `a`."""
+
+    added: list[Change]
+    removed: list[Change]
+    reworded: list[Change]
+    moved: list[Change]
+    counters: list[Change]
+    order: dict[str, list[str]]
+    version: tuple[str, str] | None = None
+
+    def is_empty(self) -> bool:
+        return not (self.added or self.removed or self.reworded or self.moved or self.counters or self.version)
+
+
+class RevertPlan(msgspec.Struct, frozen=True):
+    """What reverting `transactions` appends (`events`), and the entries left alone because of later changes."""
+
+    transactions: list[str]
+    events: list[Event]
+    conflicts: dict[str, list[str]]
+    target: PlaybookState
+
+
+# --- the commit index ---------------------------------------------------------------------------
+
+
+def commit_index(path: Path) -> list[CommitRef]:
+    """Every committed transaction's commit record and position, found by byte search (no fold)."""
+    refs: list[CommitRef] = []
+    try:
+        handle = open(path, "rb")
+    except (FileNotFoundError, NotADirectoryError):
+        return refs
+    with handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size == 0:
+            return refs
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            previous = Position()
+            at = 0 if data[: len(_COMMIT_LINE) - 1] == _COMMIT_LINE[1:] else data.find(_COMMIT_LINE)
+            while at >= 0:
+                start = at if at == 0 else at + 1
+                end = data.find(b"\n", start)
+                if end < 0:
+                    break  # an unfinished last line: not committed
+                raw = data[start : end + 1]
+                try:
+                    commit = _commit_decoder.decode(raw)
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    at = data.find(_COMMIT_LINE, end)
+                    continue
+                hashed = split_hash(raw)
+                position = Position(offset=end + 1, seq=commit.seq,
+                                    hash="%08x" % running_after(raw, hashed[1]) if hashed else "",
+                                    line=previous.line + commit.events + 1)
+                refs.append(CommitRef(commit=commit, start=previous, end=position))
+                previous = position
+                at = data.find(_COMMIT_LINE, end)
+    return refs
+
+
+def read_transaction(path: Path, ref: CommitRef) -> Transaction:
+    """The one transaction `ref` points at, read and decoded on its own."""
+    with open(path, "rb") as handle:
+        handle.seek(ref.start.offset)
+        data = handle.read(ref.end.offset - ref.start.offset)
+    records = record_decoder.decode_lines(data)
+    return Transaction(events=records[:-1], commit=records[-1], start=ref.start, end=ref.end)
+
+
+class Timeline:
+    """The past of one project's playbook."""
+
+    def __init__(self, repo: PlaybookRepository) -> None:
+        self.repo = repo
+        self.path = repo.store.path
+        self.checkpoint_dir = repo.claude_dir / CHECKPOINT_DIR
+        self._refs: list[CommitRef] | None = None
+
+    @property
+    def refs(self) -> list[CommitRef]:
+        if self._refs is None:
+            self._refs = commit_index(self.path)
+        return self._refs
+
+    # --- resolving a point ------------------------------------------------------------------
+
+    def resolve(self, when: str, before: bool = False, now: datetime | None = None) -> Position:
+        """The log position a WHEN names: an ISO time, `2h` / `3d` ago, a seq number, a transaction
+        id or a session id; for a transaction or session, the point just after it (or `before` it)."""
+        refs = self.refs
+        text = when.strip()
+        if not refs:
+            return Position()
+        if text.isdigit():
+            seq = int(text)
+            chosen = [r for r in refs if r.end.seq <= seq] if not before else [r for r in refs if r.end.seq < seq]
+            return chosen[-1].end if chosen else Position()
+        matching = [i for i, r in enumerate(refs) if r.commit.tx == text or r.commit.tx.startswith(text) and len(text) >= 6]
+        if not matching:
+            matching = [i for i, r in enumerate(refs) if r.commit.session == text]
+        if matching:
+            index = matching[0] if before else matching[-1]
+            return refs[index].start if before else refs[index].end
+        moment = _moment(text, now)
+        if moment is None:
+            raise TimelineError(f"{when!r} is neither a time, a duration ago, a seq, a transaction nor a session")
+        chosen = [r for r in refs if _parse_time(r.commit.at) <= moment]
+        return chosen[-1].end if chosen else Position()
+
+    # --- state at a point -------------------------------------------------------------------
+
+    def state_at(self, position: Position) -> PlaybookState:
+        """The playbook as it was at `position`: one fold of the log prefix, from the nearest checkpoint."""
+        state, start = self._nearest(position)
+        next_mark = (start.seq // CHECKPOINT_EVERY + 1) * CHECKPOINT_EVERY
+        for transaction in LogReader(self.path, start):
+            if transaction.end.offset > position.offset:
+                break
+            apply_transaction(state, transaction.events, transaction.commit.seq, transaction.commit.at)
+            if transaction.end.seq >= next_mark:
+                self._save_checkpoint(state, transaction.end)
+                next_mark = (transaction.end.seq // CHECKPOINT_EVERY + 1) * CHECKPOINT_EVERY
+        return state
+
+    def _nearest(self, position: Position) -> tuple[PlaybookState, Position]:
+        best: tuple[PlaybookState, Position] = (PlaybookState(), Position())
+        checkpoint = self.repo.checkpoint()
+        if 0 < checkpoint[1].offset <= position.offset:
+            best = checkpoint
+        try:
+            names = sorted(os.listdir(self.checkpoint_dir), key=lambda n: int(n.split(".")[0]), reverse=True)
+        except (OSError, ValueError):
+            names = []
+        decoder = msgspec.msgpack.Decoder(Checkpoint)
+        for name in names:
+            try:
+                saved = decoder.decode((self.checkpoint_dir / name).read_bytes())
+            except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+                continue
+            if best[1].offset < saved.position.offset <= position.offset and hash_at(self.path, saved.position):
+                return saved.state, saved.position
+        return best[0].copy(), best[1]
+
+    def _save_checkpoint(self, state: PlaybookState, position: Position) -> None:
+        try:
+            self.checkpoint_dir.mkdir(exist_ok=True)
+            path = self.checkpoint_dir / f"{position.seq}.msgpack"
+            if not path.exists():
+                temp = path.with_suffix(".tmp")
+                temp.write_bytes(msgspec.msgpack.encode(Checkpoint(state=state.copy(), position=position)))
+                os.replace(temp, path)
+        except OSError:
+            pass  # a checkpoint only saves time; the log is the truth
+
+    def clear_checkpoints(self) -> int:
+        removed = 0
+        for path in self.checkpoint_dir.glob("*.msgpack") if self.checkpoint_dir.exists() else []:
+            path.unlink(missing_ok=True)
+            removed += 1
+        return removed
+
+    # --- transactions ------------------------------------------------------------------------
+
+    def newest(self, n: int | None = None, keep: Any = None) -> list[Transaction]:
+        """Transactions newest first, at most `n`, those for which `keep(transaction)` holds.
+
+        Reads the log backwards from its end, so the newest few cost the same on any length."""
+        found = []
+        for ref in self._refs_from_end():
+            transaction = read_transaction(self.path, ref)
+            if keep is None or keep(transaction):
+                found.append(transaction)
+                if n is not None and len(found) >= n:
+                    break
+        return found
+
+    def _refs_from_end(self) -> Iterator[CommitRef]:
+        """Commit positions from the last one back (line numbers unknown: 0)."""
+        if self._refs is not None:
+            yield from reversed(self._refs)
+            return
+        try:
+            handle = open(self.path, "rb")
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        with handle:
+            if os.fstat(handle.fileno()).st_size == 0:
+                return
+            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                ends: list[tuple[int, TransactionCommitted, str]] = []
+                at = data.rfind(_COMMIT_LINE)
+                while True:
+                    start = at + 1 if at >= 0 else 0
+                    if at < 0 and data[: len(_COMMIT_LINE) - 1] != _COMMIT_LINE[1:]:
+                        start = -1
+                    if start >= 0:
+                        end = data.find(b"\n", start)
+                        if end >= 0:
+                            raw = data[start : end + 1]
+                            try:
+                                commit = _commit_decoder.decode(raw)
+                                hashed = split_hash(raw)
+                                running = "%08x" % running_after(raw, hashed[1]) if hashed else ""
+                                if ends:
+                                    later_end, later_commit, later_hash = ends.pop()
+                                    yield CommitRef(commit=later_commit,
+                                                    start=Position(end + 1, commit.seq, running, 0),
+                                                    end=Position(later_end, later_commit.seq, later_hash, 0))
+                                ends.append((end + 1, commit, running))
+                            except (msgspec.DecodeError, msgspec.ValidationError):
+                                pass
+                    if at < 0:
+                        break
+                    at = data.rfind(_COMMIT_LINE, 0, at)
+                if ends:
+                    first_end, first_commit, first_hash = ends.pop()
+                    yield CommitRef(commit=first_commit, start=Position(),
+                                    end=Position(first_end, first_commit.seq, first_hash, 0))
+
+    def transaction(self, tx: str) -> Transaction:
+        for ref in self.refs:
+            if ref.commit.tx == tx or (len(tx) >= 6 and ref.commit.tx.startswith(tx)):
+                return read_transaction(self.path, ref)
+        raise TimelineError(f"no transaction {tx!r} in the log")
+
+    # --- history of one entry -----------------------------------------------------------------
+
+    def history(self, name: str) -> list[HistoryItem]:
+        """Everything that happened to entry `name`, oldest first, with the entries it was merged from."""
+        items = self._history(name, None, set())
+        if not items:
+            raise TimelineError(f"no entry {name!r} in the log")
+        return items
+
+    def _history(self, name: str, until: int | None, seen: set[str]) -> list[HistoryItem]:
+        seen.add(name)
+        items: list[HistoryItem] = []
+        kp: KeyPoint | None = None
+        for transaction in self._transactions_mentioning(name, until):
+            for event in transaction.events:
+                if isinstance(event, UnknownRecord) or not mentions(event, name):
+                    continue
+                if isinstance(event, KeyPointsMerged) and event.name == name:
+                    for source in event.sources:
+                        if source not in seen:
+                            items.extend(self._history(source, event.seq, seen))
+                kp = _entry_after(kp, event, name)
+                items.append(HistoryItem(event=event, commit=transaction.commit, entry=name,
+                                         after=None if kp is None else KeyPoint(kp.name, kp.text, kp.helpful, kp.harmful)))
+        return items
+
+    def _transactions_mentioning(self, name: str, until: int | None) -> Iterator[Transaction]:
+        needle = msgspec.json.encode(name)
+        refs = self.refs
+        ends = [r.end.offset for r in refs]
+        try:
+            handle = open(self.path, "rb")
+        except FileNotFoundError:
+            return
+        with handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            at = data.find(needle)
+            done = -1
+            while at >= 0:
+                index = _bisect(ends, at)
+                if index >= len(refs):
+                    break
+                if index > done:
+                    ref = refs[index]
+                    if until is not None and ref.start.seq >= until:
+                        break
+                    done = index
+                    yield read_transaction(self.path, ref)
+                    at = data.find(needle, ref.end.offset)
+                else:
+                    at = data.find(needle, at + 1)
+
+    # --- revert --------------------------------------------------------------------------------
+
+    def plan_revert(self, target: str, force: bool = False) -> RevertPlan:
+        """The compensating events that undo one transaction, or everything one session did.
+
+        Raises RevertConflict when later transactions touched the same entries, unless
+        `force`, which leaves those entries as they are now and reverts the rest.
+        """
+        refs = self.refs
+        chosen = [i for i, r in enumerate(refs) if r.commit.tx == target or (len(target) >= 6 and r.commit.tx.startswith(target))]
+        if not chosen:
+            chosen = [i for i, r in enumerate(refs) if r.commit.session == target]
+        if not chosen:
+            raise TimelineError(f"no transaction or session {target!r} in the log")
+        reverted = {refs[i].commit.tx for i in chosen}
+        first = chosen[0]
+        state = self.state_at(refs[first].start)
+        touched: set[str] = set()
+        later: dict[str, list[str]] = {}
+        for ref in refs[first:]:
+            transaction = read_transaction(self.path, ref)
+            names = {n for e in transaction.events if isinstance(e, Event) for n in touched_names(e)}
+            if ref.commit.tx in reverted:
+                touched |= names
+            else:
+                apply_transaction(state, transaction.events, transaction.commit.seq, transaction.commit.at)
+                for n in names:
+                    later.setdefault(n, []).append(ref.commit.tx)
+        conflicts = {n: txs for n, txs in later.items() if n in touched}
+        if conflicts and not force:
+            raise RevertConflict(conflicts)
+        current = self.repo.current()[0]
+        without = state  # the log as if the reverted transactions had never been
+        for name in conflicts:
+            _keep_as_now(without, current, name)
+        events = decide(current, ReplaceContent(target=playbook_dict(without), origin="revert", base=current))
+        return RevertPlan(transactions=sorted(reverted), events=events, conflicts=conflicts, target=without)
+
+
+def _keep_as_now(target: PlaybookState, current: PlaybookState, name: str) -> None:
+    section = target.where.pop(name, None)
+    if section is not None:
+        target.sections[section].pop(name)
+    now = current.get(name)
+    if now is not None:
+        where = current.where[name]
+        target.sections[where][name] = KeyPoint(now.name, now.text, now.helpful, now.harmful)
+        target.where[name] = where
+
+
+def _bisect(ends: list[int], offset: int) -> int:
+    """Index of the first transaction ending after `offset`."""
+    low, high = 0, len(ends)
+    while low < high:
+        middle = (low + high) // 2
+        if ends[middle] <= offset:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
+def touched_names(event: Event) -> set[str]:
+    """The entries an event changes."""
+    match event:
+        case KeyPointsMerged(name=name, sources=sources):
+            return {name, *sources}
+        case (KeyPointAdded(name=name) | KeyPointImported(name=name) | KeyPointUpdated(name=name)
+              | KeyPointDeleted(name=name) | KeyPointPruned(name=name) | KeyPointEvaluated(name=name)
+              | CountersSet(name=name) | KeyPointMoved(name=name)):
+            return {name}
+    return set()
+
+
+def mentions(event: Event, name: str) -> bool:
+    """True when `event` concerns entry `name` (changes it, was skipped while aiming at it, or cites it)."""
+    if name in touched_names(event):
+        return True
+    if isinstance(event, OperationSkipped):
+        return msgspec.json.encode(name) in msgspec.json.encode(event.operation)
+    return isinstance(event, LearningCompleted) and name in event.cited
+
+
+def _entry_after(kp: KeyPoint | None, event: Event, name: str) -> KeyPoint | None:
+    match event:
+        case KeyPointAdded(text=text, helpful=h, harmful=hh) | KeyPointImported(text=text, helpful=h, harmful=hh):
+            return KeyPoint(name, text, h, hh)
+        case KeyPointsMerged(name=merged, text=text, helpful=h, harmful=hh):
+            return KeyPoint(name, text, h, hh) if merged == name else None
+        case KeyPointUpdated(text=text) if kp is not None:
+            return KeyPoint(name, text, kp.helpful, kp.harmful)
+        case KeyPointEvaluated(helpful=h, harmful=hh) | CountersSet(helpful=h, harmful=hh) if kp is not None:
+            return KeyPoint(name, kp.text, h, hh)
+        case KeyPointDeleted() | KeyPointPruned():
+            return None
+    return kp
+
+
+# --- diff ----------------------------------------------------------------------------------------
+
+
+def diff(a: PlaybookState, b: PlaybookState) -> Diff:
+    """Entries added, removed, re-worded, moved and re-counted from `a` to `b`, and `b`'s order."""
+    added, removed, reworded, moved, counters = [], [], [], [], []
+    for section, kp in b.entries():
+        old = a.get(kp.name)
+        change = Change(kp.name, section, kp.text, kp.helpful, kp.harmful)
+        if old is None:
+            added.append(change)
+            continue
+        old_section = a.where[kp.name]
+        before = msgspec.structs.replace(change, before_section=old_section, before_text=old.text,
+                                         before_helpful=old.helpful, before_harmful=old.harmful)
+        if old.text != kp.text:
+            reworded.append(before)
+        if old_section != section:
+            moved.append(before)
+        if (old.helpful, old.harmful) != (kp.helpful, kp.harmful):
+            counters.append(before)
+    for section, kp in a.entries():
+        if b.get(kp.name) is None:
+            removed.append(Change(kp.name, section, kp.text, kp.helpful, kp.harmful))
+    order = {s: list(b.sections[s]) for s in SECTION_SLUGS if list(a.sections[s]) != list(b.sections[s])}
+    version = (a.version, b.version) if a.version != b.version else None
+    return Diff(added, removed, reworded, moved, counters, order, version)
+
+
+def apply_diff(state: PlaybookState, change: Diff) -> PlaybookState:
+    """`state` with `change` applied: `apply_diff(a, diff(a, b))` has `b`'s content."""
+    result = state.copy()
+    for item in change.removed:
+        section = result.where.pop(item.name, None)
+        if section is not None:
+            result.sections[section].pop(item.name)
+    for item in [*change.added, *change.reworded, *change.moved, *change.counters]:
+        section = result.where.pop(item.name, None)
+        if section is not None:
+            result.sections[section].pop(item.name)
+        result.sections[item.section][item.name] = KeyPoint(item.name, item.text, item.helpful, item.harmful)
+        result.where[item.name] = item.section
+    for section, names in change.order.items():
+        entries = result.sections[section]
+        result.sections[section] = {n: entries[n] for n in names if n in entries} | entries
+    if change.version is not None:
+        result.version = change.version[1]
+    return result
+
+
+# --- time ----------------------------------------------------------------------------------------
+
+
+def _parse_time(text: str) -> datetime:
+    moment = datetime.fromisoformat(text)
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def _moment(text: str, now: datetime | None) -> datetime | None:
+    now = now or datetime.now(timezone.utc)
+    if match := _RELATIVE.match(text):
+        return now - timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+    try:
+        return _parse_time(text)
+    except ValueError:
+        return None
+
