@@ -1,0 +1,246 @@
+"""Time travel, diffs, reverts and verify, on logs built through the real write path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from eventlog.decide import ApplyOperations, Evaluate, Prune, ReplaceContent
+from eventlog.domain import SECTION_SLUGS, PlaybookState
+from eventlog.events import Cause
+from eventlog.evolve import apply_transaction
+from eventlog.store import LogReader
+from projections import timeline as timeline_module
+from projections.repository import PlaybookRepository
+from projections.snapshot import playbook_dict
+from projections.timeline import RevertConflict, Timeline, apply_diff, diff
+from projections.verify import verify
+
+SECTIONS = list(SECTION_SLUGS)
+
+
+def content(state: PlaybookState) -> tuple:
+    """What a user sees: version and each section's entries, in order."""
+    return state.version, {s: [(kp.name, kp.text, kp.helpful, kp.harmful) for kp in e.values()]
+                           for s, e in state.sections.items()}
+
+
+def prefix_fold(repo: PlaybookRepository, seq: int) -> PlaybookState:
+    state = PlaybookState()
+    for transaction in LogReader(repo.store.path):
+        if transaction.commit.seq > seq:
+            break
+        apply_transaction(state, transaction.events, transaction.commit.seq, transaction.commit.at)
+    return state
+
+
+step = st.one_of(
+    st.builds(lambda texts, sections: ("add", [{"type": "ADD", "text": t, "section": s}
+                                               for t, s in zip(texts, sections)]),
+              st.lists(st.sampled_from([f"tip {i}" for i in range(12)]), min_size=1, max_size=4),
+              st.lists(st.sampled_from(SECTIONS), min_size=4, max_size=4)),
+    st.builds(lambda i, rating: ("rate", i, rating), st.integers(0, 30), st.sampled_from(["helpful", "harmful"])),
+    st.builds(lambda i, text: ("update", i, text), st.integers(0, 30), st.sampled_from(["new a", "new b", "new c"])),
+    st.builds(lambda i: ("delete", i), st.integers(0, 30)),
+    st.builds(lambda i, j: ("merge", i, j), st.integers(0, 30), st.integers(0, 30)),
+    st.just(("prune",)),
+)
+
+
+def build(repo: PlaybookRepository, steps: list, sessions: int = 3) -> None:
+    for number, item in enumerate(steps):
+        names = [kp.name for _, kp in repo.current()[0].entries()]
+        pick = (lambda i: names[i % len(names)]) if names else (lambda i: "none-001")
+        match item:
+            case ("add", ops):
+                commands = [ApplyOperations(ops)]
+            case ("rate", i, rating):
+                commands = [Evaluate([{"name": pick(i), "rating": rating, "rationale": "r"}]), Prune()]
+            case ("update", i, text):
+                commands = [ApplyOperations([{"type": "UPDATE", "target_id": pick(i), "text": text}])]
+            case ("delete", i):
+                commands = [ApplyOperations([{"type": "DELETE", "target_id": pick(i), "reason": "old"}])]
+            case ("merge", i, j):
+                commands = [ApplyOperations([{"type": "MERGE", "source_ids": [pick(i), pick(j)], "merged_text": f"m{number}"}])]
+            case _:
+                commands = [Prune()]
+        repo.append(commands, Cause(source="test", session=f"session-{number % sessions}"))
+
+
+def fresh_repo(tmp_path_factory) -> PlaybookRepository:
+    return PlaybookRepository(tmp_path_factory.mktemp("p") / ".claude")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(step, min_size=1, max_size=14), every=st.sampled_from([10**9, 3, 7]))
+def test_at_seq_equals_the_fold_of_the_prefix_with_and_without_checkpoints(tmp_path_factory, monkeypatch, steps, every):
+    monkeypatch.setattr(timeline_module, "CHECKPOINT_EVERY", every)
+    repo = fresh_repo(tmp_path_factory)
+    build(repo, steps)
+    timeline = Timeline(repo)
+    last = timeline.refs[-1].end.seq if timeline.refs else 0
+    for seq in range(0, last + 1):
+        expected = content(prefix_fold(repo, seq))
+        assert content(timeline.state_at(timeline.resolve(str(seq)))) == expected, seq
+        # a second time: now from the checkpoints the first pass wrote
+        assert content(Timeline(repo).state_at(timeline.resolve(str(seq)))) == expected, seq
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(step, min_size=1, max_size=12), data=st.data())
+def test_diff_applied_to_a_gives_b(tmp_path_factory, steps, data):
+    repo = fresh_repo(tmp_path_factory)
+    build(repo, steps)
+    timeline = Timeline(repo)
+    seqs = [0] + [r.end.seq for r in timeline.refs]
+    a, b = data.draw(st.sampled_from(seqs)), data.draw(st.sampled_from(seqs))
+    state_a, state_b = timeline.state_at(timeline.resolve(str(a))), timeline.state_at(timeline.resolve(str(b)))
+    assert content(apply_diff(state_a, diff(state_a, state_b))) == content(state_b)
+    assert diff(state_a, state_a).is_empty()
+
+
+def revert(repo: PlaybookRepository, target: str, force: bool = False):
+    plan = Timeline(repo).plan_revert(target, force)
+    current = repo.current()[0]
+    return repo.append([ReplaceContent(target=playbook_dict(plan.target), origin="revert", base=current)],
+                       Cause(source="revert", note=f"revert of {', '.join(plan.transactions)}"))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(step, min_size=1, max_size=10), data=st.data())
+def test_reverting_an_untouched_transaction_gives_the_log_without_it_and_revert_of_revert_restores(
+        tmp_path_factory, steps, data):
+    repo = fresh_repo(tmp_path_factory)
+    build(repo, steps)
+    refs = Timeline(repo).refs
+    if not refs:
+        return  # nothing was ever appended
+    chosen = data.draw(st.sampled_from(refs))
+    before = content(repo.current()[0])
+    try:
+        plan = Timeline(repo).plan_revert(chosen.commit.tx)
+    except RevertConflict:
+        return  # later transactions touched its entries: covered by the conflict test
+    without = PlaybookState()
+    for transaction in LogReader(repo.store.path):
+        if transaction.commit.tx != chosen.commit.tx:
+            apply_transaction(without, transaction.events, transaction.commit.seq, transaction.commit.at)
+    assert content(plan.target) == content(without)
+    committed = revert(repo, chosen.commit.tx)
+    assert content(repo.current()[0]) == content(without)
+    if committed is None:
+        return  # the transaction changed nothing that is still visible
+    revert(repo, committed.commit.tx)
+    assert content(repo.current()[0]) == before
+
+
+def test_revert_refuses_on_conflict_and_force_reverts_the_rest(tmp_path):
+    repo = PlaybookRepository(tmp_path / ".claude")
+    first = repo.append([ApplyOperations([{"type": "ADD", "text": "a"}, {"type": "ADD", "text": "b"}])],
+                        Cause(source="test", session="one"))
+    repo.append([Evaluate([{"name": "oth-001", "rating": "helpful"}])], Cause(source="test", session="two"))
+    size = repo.store.size()
+    with pytest.raises(RevertConflict) as raised:
+        Timeline(repo).plan_revert(first.commit.tx)
+    assert set(raised.value.conflicts) == {"oth-001"} and repo.store.size() == size
+    plan = Timeline(repo).plan_revert("one", force=True)
+    assert set(plan.conflicts) == {"oth-001"}
+    revert(repo, "one", force=True)
+    assert [(kp.name, kp.helpful) for _, kp in repo.current()[0].entries()] == [("oth-001", 1)]
+
+
+def test_history_follows_merges_back_and_ends_with_the_entry_s_fate(tmp_path):
+    repo = PlaybookRepository(tmp_path / ".claude")
+    repo.append([ApplyOperations([{"type": "ADD", "text": "a"}, {"type": "ADD", "text": "b"}])], Cause(source="t"))
+    repo.append([ApplyOperations([{"type": "UPDATE", "target_id": "oth-001", "text": "a2"}])], Cause(source="t"))
+    repo.append([ApplyOperations([{"type": "MERGE", "source_ids": ["oth-001", "oth-002"], "merged_text": "ab"}])],
+                Cause(source="t"))
+    repo.append([Evaluate([{"name": "oth-003", "rating": "harmful", "rationale": f"r{i}"} for i in range(1)])],
+                Cause(source="t"))
+    repo.append([ApplyOperations([{"type": "DELETE", "target_id": "oth-003", "reason": "wrong"}])], Cause(source="t"))
+    items = Timeline(repo).history("oth-003")
+    summary = [(i.entry, type(i.event).__name__) for i in items]
+    assert summary == [("oth-001", "KeyPointAdded"), ("oth-001", "KeyPointUpdated"), ("oth-001", "KeyPointsMerged"),
+                       ("oth-002", "KeyPointAdded"), ("oth-002", "KeyPointsMerged"),
+                       ("oth-003", "KeyPointsMerged"), ("oth-003", "KeyPointEvaluated"),
+                       ("oth-003", "KeyPointDeleted")]
+    assert items[1].event.previous_text == "a" and items[1].after.text == "a2"
+    assert items[6].after.harmful == 1 and items[6].event.rationale == "r0"
+    assert items[-1].event.reason == "wrong" and items[-1].after is None
+
+
+# --- verify finds each kind of damage, with its line -----------------------------------------------
+
+
+def small_log(tmp_path: Path) -> PlaybookRepository:
+    repo = PlaybookRepository(tmp_path / ".claude")
+    for text in ("one", "two", "three", "four"):
+        repo.append([ApplyOperations([{"type": "ADD", "text": text}])], Cause(source="t"))
+    assert verify(repo).ok
+    return repo
+
+
+def lines_of(repo: PlaybookRepository) -> list[bytes]:
+    return repo.store.path.read_bytes().splitlines(keepends=True)
+
+
+def only_problem(repo: PlaybookRepository):
+    report = verify(repo)
+    assert not report.ok
+    return report.problems[0]
+
+
+def test_verify_finds_a_byte_flipped_in_the_middle(tmp_path):
+    repo = small_log(tmp_path)
+    lines = lines_of(repo)
+    lines[4] = lines[4].replace(b'"three"', b'"thrEe"')  # line 5: the third ADD
+    repo.store.path.write_bytes(b"".join(lines))
+    problem = only_problem(repo)
+    assert (problem.line, problem.file) == (5, str(repo.store.path)) and "hash" in problem.what
+
+
+def test_verify_finds_a_deleted_line(tmp_path):
+    repo = small_log(tmp_path)
+    lines = lines_of(repo)
+    del lines[2]
+    repo.store.path.write_bytes(b"".join(lines))
+    assert only_problem(repo).line == 3
+
+
+def test_verify_finds_two_lines_swapped(tmp_path):
+    repo = small_log(tmp_path)
+    lines = lines_of(repo)
+    lines[2], lines[3] = lines[3], lines[2]
+    repo.store.path.write_bytes(b"".join(lines))
+    assert only_problem(repo).line == 3
+
+
+def test_verify_finds_a_truncated_tail(tmp_path):
+    repo = small_log(tmp_path)
+    data = repo.store.path.read_bytes()
+    repo.store.path.write_bytes(data[:-40])
+    problem = only_problem(repo)
+    assert problem.line == 7 and "unfinished" in problem.what
+
+
+def test_verify_finds_a_snapshot_edited_by_hand_and_the_line(tmp_path):
+    repo = small_log(tmp_path)
+    text = repo.snapshot_path.read_text().splitlines()
+    number = next(i for i, line in enumerate(text) if '"three"' in line)
+    text[number] = text[number].replace('"three"', '"3"')
+    repo.snapshot_path.write_text("\n".join(text) + "\n")
+    problem = only_problem(repo)
+    assert problem.file == str(repo.snapshot_path) and problem.line == number + 1 and "hand" in problem.what
+
+
+def test_verify_reports_a_stale_snapshot(tmp_path):
+    repo = small_log(tmp_path)
+    stale = repo.snapshot_path.read_bytes()
+    repo.append([ApplyOperations([{"type": "ADD", "text": "five"}])], Cause(source="t"))
+    repo.snapshot_path.write_bytes(stale)
+    assert "behind" in only_problem(repo).what
+    json.loads(stale)  # the stale snapshot itself is intact
