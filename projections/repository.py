@@ -20,8 +20,10 @@ from eventlog.decide import Command, ImportLegacy, RecordUnreadableFile, Replace
 from eventlog.domain import PlaybookState
 from eventlog.errors import StorageError
 from eventlog.events import Cause, Event, SnapshotSetAside
+from eventlog.evolve import apply_transaction
 from eventlog.store import Committed, JsonlEventStore, Position, fold_log, hash_at
 
+from . import checkpoints
 from .injection import INJECTION_NAME, hook_output, injection_file
 from .snapshot import ReadSnapshot, read_snapshot, render, state_of, write_atomically
 
@@ -92,6 +94,8 @@ class PlaybookRepository:
             state, position = self._housekeep()
             committed = self.store.append_locked(state, position, decider, cause)
             if committed is not None:
+                if checkpoints.crosses(position.seq, committed.position.seq):
+                    checkpoints.save(self.claude_dir / checkpoints.CHECKPOINT_DIR, committed.state, committed.position)
                 state, position = committed.state, committed.position
             self._write_snapshot(state, position)
             return committed
@@ -104,9 +108,16 @@ class PlaybookRepository:
             return state
 
     def rebuild(self) -> Position:
-        """Rewrite playbook.json from the whole log."""
+        """Rewrite playbook.json and the checkpoints from the whole log."""
         with self.store.locked():
-            state, position, _torn = fold_log(self.store.path, PlaybookState())
+            state, position = PlaybookState(), Position()
+            directory = self.claude_dir / checkpoints.CHECKPOINT_DIR
+            checkpoints.clear(directory)
+            for transaction in self.store.read():
+                apply_transaction(state, transaction.events, transaction.commit.seq, transaction.commit.at)
+                if checkpoints.crosses(position.seq, transaction.end.seq):
+                    checkpoints.save(directory, state, transaction.end)
+                position = transaction.end
             self._write_snapshot(state, position, force=True)
             return position
 

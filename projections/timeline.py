@@ -42,11 +42,14 @@ from eventlog.events import (
 from eventlog.evolve import apply_transaction
 from eventlog.store import LogReader, Position, Transaction, hash_at, running_after, split_hash
 
+from . import checkpoints
+from .checkpoints import CHECKPOINT_DIR
 from .repository import PlaybookRepository
 from .snapshot import playbook_dict
 
-CHECKPOINT_EVERY = 50_000  # events between checkpoints
-CHECKPOINT_DIR = "playbook.checkpoints"
+COMMIT_INDEX = "commits.msgpack"
+_SEARCH_CHUNK = 4 << 20
+_WINDOW = 64 << 10
 _COMMIT_LINE = b'\n{"type":"TransactionCommitted"'
 _commit_decoder = msgspec.json.Decoder(TransactionCommitted)
 _RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
@@ -72,11 +75,6 @@ class CommitRef(msgspec.Struct, frozen=True):
     commit: TransactionCommitted
     start: Position
     end: Position
-
-
-class Checkpoint(msgspec.Struct):
-    state: PlaybookState
-    position: Position
 
 
 class HistoryItem(msgspec.Struct, frozen=True):
@@ -127,38 +125,60 @@ class RevertPlan(msgspec.Struct, frozen=True):
 # --- the commit index ---------------------------------------------------------------------------
 
 
-def commit_index(path: Path) -> list[CommitRef]:
-    """Every committed transaction's commit record and position, found by byte search (no fold)."""
-    refs: list[CommitRef] = []
+def find_all(path: Path, needle: bytes, start: int = 0) -> Iterator[int]:
+    """Offsets of `needle` in the file from `start`, reading it in chunks (no mmap: memory stays flat)."""
+    try:
+        handle = open(path, "rb")
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    with handle:
+        handle.seek(start)
+        base, carry = start, b""
+        while True:
+            data = handle.read(_SEARCH_CHUNK)
+            if not data:
+                return
+            buffer = carry + data
+            at = buffer.find(needle)
+            while at >= 0:
+                yield base - len(carry) + at
+                at = buffer.find(needle, at + 1)
+            keep = len(needle) - 1
+            carry = buffer[-keep:] if keep else b""
+            base += len(data)
+
+
+def _line_at(handle, offset: int) -> bytes:
+    handle.seek(offset)
+    line = handle.readline(1 << 24)
+    return line if line.endswith(b"\n") else b""
+
+
+def commit_index(path: Path, known: list[CommitRef] | None = None) -> list[CommitRef]:
+    """Every committed transaction's commit record and position, found by byte search (no fold).
+
+    `known` is an earlier index of the same log; it is extended from its last entry."""
+    refs = list(known or [])
+    previous = refs[-1].end if refs else Position()
     try:
         handle = open(path, "rb")
     except (FileNotFoundError, NotADirectoryError):
         return refs
     with handle:
-        size = os.fstat(handle.fileno()).st_size
-        if size == 0:
-            return refs
-        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            previous = Position()
-            at = 0 if data[: len(_COMMIT_LINE) - 1] == _COMMIT_LINE[1:] else data.find(_COMMIT_LINE)
-            while at >= 0:
-                start = at if at == 0 else at + 1
-                end = data.find(b"\n", start)
-                if end < 0:
-                    break  # an unfinished last line: not committed
-                raw = data[start : end + 1]
-                try:
-                    commit = _commit_decoder.decode(raw)
-                except (msgspec.DecodeError, msgspec.ValidationError):
-                    at = data.find(_COMMIT_LINE, end)
-                    continue
-                hashed = split_hash(raw)
-                position = Position(offset=end + 1, seq=commit.seq,
-                                    hash="%08x" % running_after(raw, hashed[1]) if hashed else "",
-                                    line=previous.line + commit.events + 1)
-                refs.append(CommitRef(commit=commit, start=previous, end=position))
-                previous = position
-                at = data.find(_COMMIT_LINE, end)
+        starts = [] if previous.offset else ([0] if _line_at(handle, 0).startswith(_COMMIT_LINE[1:]) else [])
+        offsets = (at + 1 for at in find_all(path, _COMMIT_LINE, max(previous.offset - 1, 0)))
+        for start in (*starts, *offsets):
+            raw = _line_at(handle, start)
+            try:
+                commit = _commit_decoder.decode(raw)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                continue  # an unfinished or damaged line: not a commit readers would accept
+            hashed = split_hash(raw)
+            position = Position(offset=start + len(raw), seq=commit.seq,
+                                hash="%08x" % running_after(raw, hashed[1]) if hashed else "",
+                                line=previous.line + commit.events + 1)
+            refs.append(CommitRef(commit=commit, start=previous, end=position))
+            previous = position
     return refs
 
 
@@ -182,8 +202,25 @@ class Timeline:
 
     @property
     def refs(self) -> list[CommitRef]:
+        """The commit index, kept beside the checkpoints and extended as the log grows."""
         if self._refs is None:
-            self._refs = commit_index(self.path)
+            cache = self.checkpoint_dir / COMMIT_INDEX
+            known: list[CommitRef] = []
+            try:
+                known = msgspec.msgpack.decode(cache.read_bytes(), type=list[CommitRef])
+                if known and not hash_at(self.path, known[-1].end):
+                    known = []
+            except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+                known = []
+            self._refs = commit_index(self.path, known)
+            if len(self._refs) > len(known):
+                try:
+                    self.checkpoint_dir.mkdir(exist_ok=True)
+                    temp = cache.with_suffix(".tmp")
+                    temp.write_bytes(msgspec.msgpack.encode(self._refs))
+                    os.replace(temp, cache)
+                except OSError:
+                    pass  # only a cache
         return self._refs
 
     # --- resolving a point ------------------------------------------------------------------
@@ -191,14 +228,12 @@ class Timeline:
     def resolve(self, when: str, before: bool = False, now: datetime | None = None) -> Position:
         """The log position a WHEN names: an ISO time, `2h` / `3d` ago, a seq number, a transaction
         id or a session id; for a transaction or session, the point just after it (or `before` it)."""
-        refs = self.refs
         text = when.strip()
+        if text.isdigit():  # a seq needs no index: the fold stops at it
+            return Position(offset=-1, seq=max(int(text) - (1 if before else 0), 0))
+        refs = self.refs
         if not refs:
             return Position()
-        if text.isdigit():
-            seq = int(text)
-            chosen = [r for r in refs if r.end.seq <= seq] if not before else [r for r in refs if r.end.seq < seq]
-            return chosen[-1].end if chosen else Position()
         matching = [i for i, r in enumerate(refs) if r.commit.tx == text or r.commit.tx.startswith(text) and len(text) >= 6]
         if not matching:
             matching = [i for i, r in enumerate(refs) if r.commit.session == text]
@@ -214,54 +249,34 @@ class Timeline:
     # --- state at a point -------------------------------------------------------------------
 
     def state_at(self, position: Position) -> PlaybookState:
-        """The playbook as it was at `position`: one fold of the log prefix, from the nearest checkpoint."""
+        """The playbook as it was at `position` (all transactions up to its seq): one fold of the
+        log prefix, from the nearest checkpoint."""
         state, start = self._nearest(position)
-        next_mark = (start.seq // CHECKPOINT_EVERY + 1) * CHECKPOINT_EVERY
+        seq = start.seq
         for transaction in LogReader(self.path, start):
-            if transaction.end.offset > position.offset:
+            if transaction.end.seq > position.seq:
                 break
             apply_transaction(state, transaction.events, transaction.commit.seq, transaction.commit.at)
-            if transaction.end.seq >= next_mark:
+            if checkpoints.crosses(seq, transaction.end.seq):
                 self._save_checkpoint(state, transaction.end)
-                next_mark = (transaction.end.seq // CHECKPOINT_EVERY + 1) * CHECKPOINT_EVERY
+            seq = transaction.end.seq
         return state
 
     def _nearest(self, position: Position) -> tuple[PlaybookState, Position]:
-        best: tuple[PlaybookState, Position] = (PlaybookState(), Position())
-        checkpoint = self.repo.checkpoint()
-        if 0 < checkpoint[1].offset <= position.offset:
-            best = checkpoint
-        try:
-            names = sorted(os.listdir(self.checkpoint_dir), key=lambda n: int(n.split(".")[0]), reverse=True)
-        except (OSError, ValueError):
-            names = []
-        decoder = msgspec.msgpack.Decoder(Checkpoint)
-        for name in names:
-            try:
-                saved = decoder.decode((self.checkpoint_dir / name).read_bytes())
-            except (OSError, msgspec.DecodeError, msgspec.ValidationError):
-                continue
-            if best[1].offset < saved.position.offset <= position.offset and hash_at(self.path, saved.position):
-                return saved.state, saved.position
-        return best[0].copy(), best[1]
+        state, start = self.repo.checkpoint()
+        if not 0 < start.seq <= position.seq:
+            state, start = PlaybookState(), Position()
+        saved = checkpoints.nearest(self.checkpoint_dir, self.path, position.seq, after=start.seq)
+        if saved is not None:
+            return saved.state, saved.position
+        return state.copy(), start
 
     def _save_checkpoint(self, state: PlaybookState, position: Position) -> None:
-        try:
-            self.checkpoint_dir.mkdir(exist_ok=True)
-            path = self.checkpoint_dir / f"{position.seq}.msgpack"
-            if not path.exists():
-                temp = path.with_suffix(".tmp")
-                temp.write_bytes(msgspec.msgpack.encode(Checkpoint(state=state.copy(), position=position)))
-                os.replace(temp, path)
-        except OSError:
-            pass  # a checkpoint only saves time; the log is the truth
+        checkpoints.save(self.checkpoint_dir, state, position)
 
     def clear_checkpoints(self) -> int:
-        removed = 0
-        for path in self.checkpoint_dir.glob("*.msgpack") if self.checkpoint_dir.exists() else []:
-            path.unlink(missing_ok=True)
-            removed += 1
-        return removed
+        """Remove every checkpoint and the commit index (derived data: they come back when needed)."""
+        return checkpoints.clear(self.checkpoint_dir)
 
     # --- transactions ------------------------------------------------------------------------
 
@@ -354,29 +369,23 @@ class Timeline:
         return items
 
     def _transactions_mentioning(self, name: str, until: int | None) -> Iterator[Transaction]:
-        needle = msgspec.json.encode(name)
-        refs = self.refs
-        ends = [r.end.offset for r in refs]
+        """The transactions whose bytes contain `name` as a JSON string, oldest first, read on their own."""
         try:
             handle = open(self.path, "rb")
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return
-        with handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            at = data.find(needle)
+        with handle:
             done = -1
-            while at >= 0:
-                index = _bisect(ends, at)
-                if index >= len(refs):
-                    break
-                if index > done:
-                    ref = refs[index]
-                    if until is not None and ref.start.seq >= until:
-                        break
-                    done = index
-                    yield read_transaction(self.path, ref)
-                    at = data.find(needle, ref.end.offset)
-                else:
-                    at = data.find(needle, at + 1)
+            for at in find_all(self.path, msgspec.json.encode(name)):
+                if at < done:
+                    continue  # inside the transaction just read
+                found = _transaction_around(handle, at)
+                if found is None:
+                    return  # the unfinished tail
+                if until is not None and found.start.seq >= until:
+                    return
+                done = found.end.offset
+                yield found
 
     # --- revert --------------------------------------------------------------------------------
 
@@ -415,6 +424,63 @@ class Timeline:
             _keep_as_now(without, current, name)
         events = decide(current, ReplaceContent(target=playbook_dict(without), origin="revert", base=current))
         return RevertPlan(transactions=sorted(reverted), events=events, conflicts=conflicts, target=without)
+
+
+def _transaction_around(handle, offset: int) -> Transaction | None:
+    """The committed transaction whose bytes include `offset`, found by the commit lines around it."""
+    start = _previous_commit_end(handle, offset)
+    handle.seek(start)
+    data = b""
+    while True:
+        block = handle.read(_WINDOW)
+        if not block:
+            return None
+        data += block
+        at = data.find(_COMMIT_LINE[1:], max(offset - start - len(_COMMIT_LINE), 0))
+        while at > 0 and data[at - 1] != 10:
+            at = data.find(_COMMIT_LINE[1:], at + 1)
+        end = data.find(b"\n", at) if at >= 0 else -1
+        if end >= 0:
+            break
+    data = data[: end + 1]
+    try:
+        records = record_decoder.decode_lines(data)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    commit = records[-1]
+    first = records[0].seq if len(records) > 1 else commit.seq
+    return Transaction(events=records[:-1], commit=commit, start=Position(start, first - 1, "", 0),
+                       end=Position(start + len(data), commit.seq, "", 0))
+
+
+def _previous_commit_end(handle, offset: int) -> int:
+    """The end of the last commit line that ends at or before `offset` (0 when none)."""
+    handle.seek(offset)
+    line_start = offset
+    block_end = offset
+    # the start of the line holding `offset`
+    while line_start > 0:
+        begin = max(line_start - _WINDOW, 0)
+        handle.seek(begin)
+        block = handle.read(block_end - begin)
+        cut = block.rfind(b"\n")
+        if cut >= 0:
+            line_start = begin + cut + 1
+            break
+        line_start = block_end = begin
+    position = line_start
+    while position > 0:
+        begin = max(position - _WINDOW, 0)
+        handle.seek(begin)
+        block = handle.read(position - begin + len(_COMMIT_LINE))
+        at = block.rfind(_COMMIT_LINE, 0, position - begin + 1)
+        if at >= 0:
+            handle.seek(begin + at + 1)
+            return begin + at + 1 + len(handle.readline())
+        if begin == 0:
+            return 0
+        position = begin + len(_COMMIT_LINE)
+    return 0
 
 
 def _keep_as_now(target: PlaybookState, current: PlaybookState, name: str) -> None:

@@ -14,7 +14,7 @@ from eventlog.domain import SECTION_SLUGS, PlaybookState
 from eventlog.events import Cause
 from eventlog.evolve import apply_transaction
 from eventlog.store import LogReader
-from projections import timeline as timeline_module
+from projections import checkpoints
 from projections.repository import PlaybookRepository
 from projections.snapshot import playbook_dict
 from projections.timeline import RevertConflict, Timeline, apply_diff, diff
@@ -78,7 +78,7 @@ def fresh_repo(tmp_path_factory) -> PlaybookRepository:
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(step, min_size=1, max_size=14), every=st.sampled_from([10**9, 3, 7]))
 def test_at_seq_equals_the_fold_of_the_prefix_with_and_without_checkpoints(tmp_path_factory, monkeypatch, steps, every):
-    monkeypatch.setattr(timeline_module, "CHECKPOINT_EVERY", every)
+    monkeypatch.setattr(checkpoints, "CHECKPOINT_EVERY", every)
     repo = fresh_repo(tmp_path_factory)
     build(repo, steps)
     timeline = Timeline(repo)
