@@ -13,6 +13,7 @@ from typing import Any, Union
 import msgspec
 
 from .domain import (
+    MAX_TEXT_LENGTH,
     OTHERS,
     PRUNE_RULE,
     SECTION_SLUGS,
@@ -192,17 +193,19 @@ def decide_all(state: PlaybookState, commands: Sequence[Command]) -> list[Event]
 # --- operations ----------------------------------------------------------------------------------
 
 
-def _text(value: Any) -> tuple[str | None, str | None]:
-    """(text, reason it is unusable)."""
+def _text(value: Any) -> tuple[str | None, str | None, int | None]:
+    """(text cut to MAX_TEXT_LENGTH, reason it is unusable, its length as given when it was cut)."""
     if value is None or (isinstance(value, str) and not value.strip()):
-        return None, SkipReason.EMPTY_TEXT
+        return None, SkipReason.EMPTY_TEXT, None
     if not isinstance(value, str):
-        return None, SkipReason.INVALID_TEXT
-    return value, None
+        return None, SkipReason.INVALID_TEXT, None
+    if len(value) > MAX_TEXT_LENGTH:
+        return value[:MAX_TEXT_LENGTH], None, len(value)
+    return value, None, None
 
 
 def _add(d: _Decision, kind: str, index: int, item: Any, text: Any, section_name: Any, origin: str) -> None:
-    value, problem = _text(text)
+    value, problem, cut_from = _text(text)
     if value is None:
         d.skip(kind, problem or SkipReason.EMPTY_TEXT, "ADD without text", index, item)
         return
@@ -213,7 +216,7 @@ def _add(d: _Decision, kind: str, index: int, item: Any, text: Any, section_name
     d.emit(
         KeyPointAdded(
             section=section, name=next_name(d.state, section), text=value, helpful=0, harmful=0, origin=origin,
-            requested_section=section_name if unknown else None,
+            requested_section=section_name if unknown else None, cut_from=cut_from,
         )
     )
 
@@ -238,7 +241,7 @@ def _operation(d: _Decision, index: int, op: Any) -> None:
     if op_type == "ADD":
         _add(d, kind, index, op, op.get("text"), op.get("section"), "operation")
     elif op_type == "UPDATE":
-        text, problem = _text(op.get("text"))
+        text, problem, cut_from = _text(op.get("text"))
         target = op.get("target_id")
         if not isinstance(target, str) or not target.strip():
             d.skip(kind, SkipReason.EMPTY_TARGET_ID, "UPDATE without target_id", index, op)
@@ -249,7 +252,7 @@ def _operation(d: _Decision, index: int, op: Any) -> None:
         elif kp.text == text:
             d.skip(kind, SkipReason.UNCHANGED_TEXT, f"UPDATE of {target} with its current text", index, op)
         else:
-            d.emit(KeyPointUpdated(name=target, text=text, previous_text=kp.text))
+            d.emit(KeyPointUpdated(name=target, text=text, previous_text=kp.text, cut_from=cut_from))
     elif op_type == "DELETE":
         if (target := _target(d, kind, index, op, "DELETE")) is not None:
             kp = d.state.get(target)
@@ -271,7 +274,7 @@ def _operation(d: _Decision, index: int, op: Any) -> None:
 def _merge(d: _Decision, index: int, op: dict) -> None:
     kind = "operation"
     source_ids = op.get("source_ids")
-    text, problem = _text(op.get("merged_text"))
+    text, problem, cut_from = _text(op.get("merged_text"))
     if not isinstance(source_ids, list) or len(source_ids) < 2:
         d.skip(kind, SkipReason.TOO_FEW_SOURCES, "MERGE needs at least two source_ids", index, op)
         return
@@ -301,7 +304,7 @@ def _merge(d: _Decision, index: int, op: dict) -> None:
         KeyPointsMerged(
             section=section, name=next_name(d.state, section), text=text, sources=valid,
             helpful=sum(kp.helpful for kp in sources if kp), harmful=sum(kp.harmful for kp in sources if kp),
-            missing_sources=missing,
+            missing_sources=missing, cut_from=cut_from,
         )
     )
 

@@ -19,6 +19,8 @@ SECTION_SLUGS: dict[str, str] = {
 OTHERS = "OTHERS"
 DEFAULT_VERSION = "1.0"
 PRUNE_RULE = "harmful >= 3 and harmful > helpful"
+MAX_TEXT_LENGTH = 2000
+"""Longest key point text: a model's longer output is cut to this, and the cut is recorded."""
 
 _SLUG_NAME = re.compile(r"^(" + "|".join(map(re.escape, SECTION_SLUGS.values())) + r")-(\d+)$")
 _LEGACY_NAME = re.compile(r"^kpt_(\d+)$")

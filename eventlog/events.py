@@ -73,12 +73,15 @@ class KeyPointAdded(Event, frozen=True, kw_only=True, tag="KeyPointAdded"):
     origin: str
     requested_section: str | None = None
     proposed_name: str | None = None
+    cut_from: int | None = None
+    """The length of the text as given, when it was longer than MAX_TEXT_LENGTH and was cut."""
 
 
 class KeyPointUpdated(Event, frozen=True, kw_only=True, tag="KeyPointUpdated"):
     name: str
     text: str
     previous_text: str
+    cut_from: int | None = None
 
 
 class KeyPointsMerged(Event, frozen=True, kw_only=True, tag="KeyPointsMerged"):
@@ -91,6 +94,7 @@ class KeyPointsMerged(Event, frozen=True, kw_only=True, tag="KeyPointsMerged"):
     helpful: int
     harmful: int
     missing_sources: list[str] = []
+    cut_from: int | None = None
 
 
 class KeyPointDeleted(Event, frozen=True, kw_only=True, tag="KeyPointDeleted"):

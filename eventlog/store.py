@@ -42,6 +42,8 @@ from .events import (
 from .evolve import apply, apply_transaction
 
 CHUNK_SIZE = 1 << 20
+FILE_MODE = 0o664
+"""Mode of every file created here: the user's umask applies, and none is ever world-writable."""
 _HASH_KEY = b',"h":"'
 _SUFFIX = len(_HASH_KEY) + 8 + 2  # ,"h":"xxxxxxxx"}
 _TAIL = _SUFFIX + 1  # with the newline
@@ -366,7 +368,7 @@ class JsonlEventStore:
         except OSError as exc:
             raise StorageError(f"cannot create directory {self.path.parent}: {exc.strerror or exc}") from exc
         try:
-            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, FILE_MODE)
         except OSError as exc:
             raise StorageError(f"cannot lock {self.lock_path}: {exc.strerror or exc}") from exc
         try:
@@ -405,7 +407,7 @@ class JsonlEventStore:
             cut = handle.read()
         kept = self.path.with_name(f"{self.path.name}.torn-{datetime.now(timezone.utc):%Y%m%dT%H%M%S%fZ}")
         try:
-            with open(kept, "wb") as handle:
+            with os.fdopen(os.open(kept, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE), "wb") as handle:
                 handle.write(cut)
                 handle.flush()
                 os.fsync(handle.fileno())
@@ -442,7 +444,7 @@ class JsonlEventStore:
         payload = b"".join(lines)
         created = not self.path.exists()
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
             try:
                 written = os.write(fd, payload)
                 while written < len(payload):  # a short write to a regular file: finish it

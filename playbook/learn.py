@@ -38,6 +38,7 @@ from eventlog.decide import (
 from eventlog.domain import PendingLearning, PlaybookState
 from eventlog.events import Cause
 from eventlog.evolve import fold
+from eventlog.store import FILE_MODE
 from projections.repository import PlaybookRepository
 
 from .api import to_playbook_dict
@@ -70,7 +71,7 @@ def request_learning(project: Path, hook: str, transcript: str, session: str | N
 def spawn_learner(project: Path) -> None:
     """Start `playbook learn --pending` for `project`, detached: it outlives the hook and Claude Code."""
     log_path = project / ".claude" / LEARN_LOG
-    with open(log_path, "ab") as log:
+    with os.fdopen(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE), "ab") as log:
         subprocess.Popen(
             [sys.executable, "-m", "playbook", "--project", str(project), "learn", "--pending"],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,
@@ -80,7 +81,7 @@ def spawn_learner(project: Path) -> None:
 
 @contextmanager
 def learning_lock(project: Path) -> Iterator[None]:
-    fd = os.open(project / ".claude" / LEARN_LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+    fd = os.open(project / ".claude" / LEARN_LOCK, os.O_RDWR | os.O_CREAT, FILE_MODE)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

@@ -15,6 +15,8 @@ import msgspec
 from eventlog.domain import PlaybookState
 from eventlog.store import Position, hash_at
 
+from .snapshot import write_atomically
+
 CHECKPOINT_EVERY = 50_000
 CHECKPOINT_DIR = "playbook.checkpoints"
 
@@ -39,9 +41,7 @@ def save(directory: Path, state: PlaybookState, position: Position) -> None:
         directory.mkdir(exist_ok=True)
         path = directory / f"{position.seq}.msgpack"
         if not path.exists():
-            temp = path.with_suffix(f".{os.getpid()}.tmp")
-            temp.write_bytes(msgspec.msgpack.encode(Checkpoint(state=state.copy(), position=position)))
-            os.replace(temp, path)
+            write_atomically(path, msgspec.msgpack.encode(Checkpoint(state=state.copy(), position=position)))
     except OSError:
         pass
 

@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from eventlog.domain import SECTION_SLUGS, KeyPoint, PendingLearning, PlaybookState
-from eventlog.store import Position
+from eventlog.store import FILE_MODE, Position
 
 
 class Entry(msgspec.Struct):
@@ -136,7 +136,7 @@ def write_atomically(path: Path, data: bytes) -> None:
     """Replace `path` with `data`: readers see the old file or the new one, never a mix. Durable when it returns."""
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(temp, "wb") as handle:
+        with os.fdopen(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE), "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())

@@ -45,7 +45,7 @@ from eventlog.store import LogReader, Position, Transaction, hash_at, running_af
 from . import checkpoints
 from .checkpoints import CHECKPOINT_DIR
 from .repository import PlaybookRepository
-from .snapshot import playbook_dict
+from .snapshot import playbook_dict, write_atomically
 
 COMMIT_INDEX = "commits.msgpack"
 _SEARCH_CHUNK = 4 << 20
@@ -216,9 +216,7 @@ class Timeline:
             if len(self._refs) > len(known):
                 try:
                     self.checkpoint_dir.mkdir(exist_ok=True)
-                    temp = cache.with_suffix(".tmp")
-                    temp.write_bytes(msgspec.msgpack.encode(self._refs))
-                    os.replace(temp, cache)
+                    write_atomically(cache, msgspec.msgpack.encode(self._refs))
                 except OSError:
                     pass  # only a cache
         return self._refs
