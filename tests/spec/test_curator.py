@@ -24,57 +24,27 @@ from playbook import (
 )
 from playbook.replies import extract_json, parse_curator_reply, parse_extraction_reply
 
-CANON = [
-    "PATTERNS & APPROACHES",
-    "MISTAKES TO AVOID",
-    "USER PREFERENCES",
-    "PROJECT CONTEXT",
-    "OTHERS",
-]
-PAT, MIS, PREF, CTX, OTH = CANON
-ENTRY_KEYS = {"name", "text", "helpful", "harmful"}
+from tests.spec.helpers import (
+    CANON,
+    CTX,
+    ENTRY_KEYS,
+    MIS,
+    OTH,
+    PAT,
+    PREF,
+    all_entries,
+    diag_files,
+    diag_text,
+    kp,
+    make_pb,
+    sections_with,
+)
+
+# `project` and `diag_mode` come from conftest.py; every test here runs in a fresh project.
+pytestmark = pytest.mark.usefixtures("project")
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def kp(name, text, helpful=0, harmful=0):
-    return {"name": name, "text": text, "helpful": helpful, "harmful": harmful}
-
-
-def make_pb(sections=None, version="1.0", last_updated=None):
-    secs = {name: [] for name in CANON}
-    for name, entries in (sections or {}).items():
-        secs[name] = copy.deepcopy(entries)
-    return {"version": version, "last_updated": last_updated, "sections": secs}
-
-
-def sections_with(**by_section):
-    """sections_with(PAT=[...]) -> all five sections, the given ones filled."""
-    key = {"PAT": PAT, "MIS": MIS, "PREF": PREF, "CTX": CTX, "OTH": OTH}
-    secs = {name: [] for name in CANON}
-    for k, v in by_section.items():
-        secs[key[k]] = v
-    return secs
-
-
-def claude_dir(project):
-    return project / ".claude"
-
-
-def diag_files(project, name):
-    d = claude_dir(project) / "diagnostic"
-    if not d.exists():
-        return []
-    return sorted(d.glob(f"*_{name}.txt"))
-
-
-def diag_text(project, name):
-    return "\n".join(p.read_text(encoding="utf-8") for p in diag_files(project, name))
-
-
-def all_entries(pb):
-    return [e for entries in pb["sections"].values() for e in entries]
 
 
 def via_apply(pb, ops):
@@ -95,21 +65,6 @@ def run_ops(apply_ops, pb, ops):
 
 
 # --------------------------------------------------------------------------- fixtures
-
-
-@pytest.fixture(autouse=True)
-def project(tmp_path, monkeypatch):
-    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(tmp_path))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
-@pytest.fixture
-def diag_mode(project):
-    d = claude_dir(project)
-    d.mkdir(parents=True, exist_ok=True)
-    (d / "diagnostic_mode").write_text("", encoding="utf-8")
-    return project
 
 
 @pytest.fixture(params=[via_apply, via_update], ids=["apply_structured_operations", "update_playbook_data"])

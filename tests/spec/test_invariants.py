@@ -32,14 +32,8 @@ from playbook import (
 )
 from playbook.replies import parse_curator_reply
 
-CANON = [
-    "PATTERNS & APPROACHES",
-    "MISTAKES TO AVOID",
-    "USER PREFERENCES",
-    "PROJECT CONTEXT",
-    "OTHERS",
-]
-ENTRY_KEYS = {"name", "text", "helpful", "harmful"}
+from tests.spec.helpers import CANON, ENTRY_KEYS
+
 OP_TYPES = {"ADD", "UPDATE", "MERGE", "DELETE"}
 
 

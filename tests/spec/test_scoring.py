@@ -6,7 +6,6 @@ except SCN-SCORE-003-01/02 which format a flat `key_points` dict directly.
 """
 
 import copy
-import json
 import re
 from datetime import datetime
 
@@ -21,71 +20,28 @@ from playbook import (
     update_playbook_data,
 )
 
-CANON = [
-    "PATTERNS & APPROACHES",
-    "MISTAKES TO AVOID",
-    "USER PREFERENCES",
-    "PROJECT CONTEXT",
-    "OTHERS",
-]
-PAT, MIS, PREF, CTX, OTH = CANON
-ENTRY_KEYS = {"name", "text", "helpful", "harmful"}
+from tests.spec.helpers import (
+    ENTRY_KEYS,
+    MIS,
+    OTH,
+    PAT,
+    all_entries,
+    empty_sections,
+    kp,
+    make_pb,
+    read_snapshot,
+    rendered_candidates,
+    write_legacy,
+)
 
-
-def kp(name, text, helpful=0, harmful=0):
-    return {"name": name, "text": text, "helpful": helpful, "harmful": harmful}
-
-
-def make_pb(sections=None, version="1.0", last_updated=None):
-    secs = {name: [] for name in CANON}
-    for name, entries in (sections or {}).items():
-        secs[name] = copy.deepcopy(entries)
-    return {"version": version, "last_updated": last_updated, "sections": secs}
-
-
-def empty_sections():
-    return {name: [] for name in CANON}
-
-
-def claude_dir(project):
-    return project / ".claude"
-
-
-def write_legacy(project, data):
-    d = claude_dir(project)
-    d.mkdir(parents=True, exist_ok=True)
-    (d / "playbook.json").write_text(json.dumps(data), encoding="utf-8")
-
-
-def read_snapshot(project):
-    return json.loads((claude_dir(project) / "playbook.json").read_text(encoding="utf-8"))
-
-
-def all_entries(pb):
-    return [e for entries in pb["sections"].values() for e in entries]
+# `project` comes from conftest.py; every test here runs in a fresh project.
+pytestmark = pytest.mark.usefixtures("project")
 
 
 def find(pb, name):
     hits = [e for e in all_entries(pb) if e["name"] == name]
     assert len(hits) <= 1
     return hits[0] if hits else None
-
-
-def rendered_candidates(block):
-    template = load_template("playbook.txt")
-    candidates = {template.replace("{key_points}", block)}
-    try:
-        candidates.add(template.format(key_points=block))
-    except (KeyError, IndexError, ValueError):
-        pass
-    return candidates
-
-
-@pytest.fixture(autouse=True)
-def project(tmp_path, monkeypatch):
-    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(tmp_path))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 # --------------------------------------------------------------------------- SCN-SCORE-002

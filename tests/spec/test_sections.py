@@ -5,7 +5,6 @@ Binding decisions of /work/shared/spec/README.md are tested as DECISION_* tests.
 """
 
 import copy
-import json
 import re
 from datetime import datetime
 
@@ -26,93 +25,34 @@ from playbook import (
 )
 from playbook.replies import build_playbook_dict
 
-CANON = [
-    "PATTERNS & APPROACHES",
-    "MISTAKES TO AVOID",
-    "USER PREFERENCES",
-    "PROJECT CONTEXT",
-    "OTHERS",
-]
-PAT, MIS, PREF, CTX, OTH = CANON
-ENTRY_KEYS = {"name", "text", "helpful", "harmful"}
+from tests.spec.helpers import (
+    CANON,
+    CTX,
+    ENTRY_KEYS,
+    MIS,
+    OTH,
+    PAT,
+    PREF,
+    claude_dir,
+    diag_files,
+    diag_text,
+    empty_sections,
+    kp,
+    make_pb,
+    read_snapshot,
+    rendered_candidates,
+    write_legacy,
+)
+
+# `project` and `diag_mode` come from conftest.py; every test here runs in a fresh project.
+pytestmark = pytest.mark.usefixtures("project")
 
 
 # --------------------------------------------------------------------------- helpers
 
 
-def kp(name, text, helpful=0, harmful=0):
-    return {"name": name, "text": text, "helpful": helpful, "harmful": harmful}
-
-
-def make_pb(sections=None, version="1.0", last_updated=None):
-    secs = {name: [] for name in CANON}
-    for name, entries in (sections or {}).items():
-        secs[name] = copy.deepcopy(entries)
-    return {"version": version, "last_updated": last_updated, "sections": secs}
-
-
-def empty_sections():
-    return {name: [] for name in CANON}
-
-
-def claude_dir(project):
-    return project / ".claude"
-
-
-def write_legacy(project, data):
-    """Write a legacy snapshot file (and no log) that load_playbook() must read."""
-    d = claude_dir(project)
-    d.mkdir(parents=True, exist_ok=True)
-    assert not (d / "playbook.events.jsonl").exists()
-    (d / "playbook.json").write_text(json.dumps(data), encoding="utf-8")
-
-
-def read_snapshot(project):
-    return json.loads((claude_dir(project) / "playbook.json").read_text(encoding="utf-8"))
-
-
-def diag_files(project, name):
-    d = claude_dir(project) / "diagnostic"
-    if not d.exists():
-        return []
-    return sorted(d.glob(f"*_{name}.txt"))
-
-
-def diag_text(project, name):
-    return "\n".join(p.read_text(encoding="utf-8") for p in diag_files(project, name))
-
-
-def rendered_candidates(block):
-    """The playbook.txt template with the key points block inserted at {key_points}."""
-    template = load_template("playbook.txt")
-    candidates = {template.replace("{key_points}", block)}
-    try:
-        candidates.add(template.format(key_points=block))
-    except (KeyError, IndexError, ValueError):
-        pass
-    return candidates
-
-
 def entry_line(e):
     return f"[{e['name']}] helpful={e['helpful']} harmful={e['harmful']} :: {e['text']}"
-
-
-# --------------------------------------------------------------------------- fixtures
-
-
-@pytest.fixture(autouse=True)
-def project(tmp_path, monkeypatch):
-    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(tmp_path))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
-@pytest.fixture
-def diag_mode(project):
-    d = claude_dir(project)
-    d.mkdir(parents=True, exist_ok=True)
-    (d / "diagnostic_mode").write_text("", encoding="utf-8")
-    return project
 
 
 # --------------------------------------------------------------------------- REQ-SECT-010
