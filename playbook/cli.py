@@ -1,35 +1,208 @@
-"""The `playbook` command."""
+"""The `playbook` command: the playbook now and in the past, its log, history, diffs, reverts and checks.
+
+Every read command takes `--json` (one JSON document on stdout) and `--project DIR`
+(default: $CLAUDE_PROJECT_DIR, else the current directory). Errors are one
+`playbook: ...` line on stderr and exit status 1; usage errors exit 2.
+"""
 
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 from pathlib import Path
 
 from eventlog.errors import PlaybookError
-from projections.render import format_state
 
 from .project import get_project_dir, repository
 
+EPILOG = """\
+WHEN is an ISO time (2026-11-22T10:00), a time ago (30m, 2h, 3d, 1w), a seq
+number, a transaction id (or a prefix of 6+ characters) or a session id; a
+trailing ^ (or --before) means just before that transaction or session instead
+of just after."""
+
 
 def _project(args: argparse.Namespace) -> Path:
-    return Path(args.project) if args.project else get_project_dir()
+    project = getattr(args, "project", None)
+    return Path(project) if project else get_project_dir()
+
+
+def _out(lines: list[str] | str) -> None:
+    text = lines if isinstance(lines, str) else "\n".join(lines)
+    sys.stdout.write(text + "\n")
+
+
+def _style():
+    from .report import Style
+
+    return Style.for_stream(sys.stdout)
+
+
+def _timeline(args: argparse.Namespace):
+    from projections.timeline import Timeline
+
+    return Timeline(repository(_project(args)))
+
+
+# --- read commands ---------------------------------------------------------------------------------------
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    state = repository(_project(args)).state()
-    text = format_state(state)
-    total = sum(len(entries) for entries in state.sections.values())
-    print(text if text else "(the playbook is empty)")
-    print(f"\n{total} key points; log at seq {state.seq}; last updated {state.last_updated or 'never'}")
+    from . import report
+    from .audit import PointState, state_at
+
+    when = getattr(args, "at", None)
+    if when is None and args.before:
+        from .audit import UsageError
+
+        raise UsageError("--before goes with --at WHEN")
+    if when is None:
+        repo = repository(_project(args))
+        state = repo.state()  # takes in a legacy or hand-edited playbook.json first, as the hooks do
+        newest = _timeline(args).newest(1)
+        point = PointState(state=state, seq=state.seq, commit=newest[0].commit if newest else None)
+    else:
+        point = state_at(_timeline(args), when, before=args.before)
+    label = None if when is None else f"{when} (just before)" if args.before else when
+    if args.json:
+        _out(report.to_json(report.show_json(point, when)))
+    else:
+        _out(report.show_lines(point, _style(), label))
+    return 0
+
+
+def cmd_at(args: argparse.Namespace) -> int:
+    args.at = args.when
+    return cmd_show(args)
+
+
+def cmd_log(args: argparse.Namespace) -> int:
+    from . import report
+    from .audit import event_types, select
+
+    types = event_types(args.type)
+    selected = select(_timeline(args), n=args.n or None, session=args.session, entry=args.entry, types=types,
+                      since=args.since, until=args.until)
+    if args.json:
+        _out(report.to_json(report.log_json(selected)))
+    else:
+        filtered = any(v is not None for v in (args.session, args.entry, types, args.since, args.until))
+        _out(report.log_lines(selected, _style(), verbose=args.verbose, filtered=filtered))
+    return 0
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from . import report
+
+    items = _timeline(args).history(args.entry)
+    if args.json:
+        _out(report.to_json(report.history_json(args.entry, items)))
+    else:
+        _out(report.history_lines(args.entry, items, _style(), verbose=args.verbose))
+    return 0
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from projections.timeline import diff
+
+    from . import report
+    from .audit import end_of_log, state_at
+
+    timeline = _timeline(args)
+    a = state_at(timeline, args.a)
+    b = state_at(timeline, args.b) if args.b is not None else end_of_log(timeline)
+    b_label = args.b if args.b is not None else "now"
+    change = diff(a.state, b.state)
+    if args.json:
+        _out(report.to_json(report.diff_json(change, a, b, args.a, b_label)))
+    else:
+        _out(report.diff_lines(change, a, b, args.a, b_label, _style()))
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from projections.verify import verify
+
+    from . import report
+
+    result = verify(repository(_project(args)))
+    if args.json:
+        _out(report.to_json(report.verify_json(result)))
+    else:
+        _out(report.verify_lines(result, _style()))
+    return 0 if result.ok else 1
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from . import report
+    from .audit import stats
+
+    result = stats(repository(_project(args)))
+    if args.json:
+        _out(report.to_json(report.stats_json(result)))
+    else:
+        _out(report.stats_lines(result, _style()))
+    return 0
+
+
+# --- write commands --------------------------------------------------------------------------------------
+
+
+def cmd_revert(args: argparse.Namespace) -> int:
+    from projections.timeline import RevertConflict
+
+    from . import report
+    from .audit import revert
+
+    try:
+        result = revert(repository(_project(args)), args.target, force=args.force, dry_run=args.dry_run)
+    except RevertConflict as exc:
+        if args.json:
+            _out(report.to_json({"transactions": None, "dry_run": args.dry_run, "applied": False, "tx": None,
+                                 "events": [], "conflicts": exc.conflicts,
+                                 "error": "later transactions changed the same entries"}))
+        style = report.Style.for_stream(sys.stderr)
+        lines = [f"playbook: cannot revert {report.clean(args.target)}: later transactions changed the same entries:",
+                 *report.conflict_lines(exc.conflicts, style),
+                 "playbook: nothing was changed; --force reverts the rest and leaves these entries as they are"]
+        sys.stderr.write("\n".join(lines) + "\n")
+        return 1
+    if args.json:
+        _out(report.to_json(report.revert_json(result)))
+    else:
+        _out(report.revert_lines(result, _style()))
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from . import report
+    from .audit import import_file
+
+    result = import_file(repository(_project(args)), args.file)
+    if args.json:
+        _out(report.to_json(report.import_json(result)))
+    else:
+        _out(report.import_lines(result, _style()))
     return 0
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
+    from projections.timeline import Timeline
+
     repo = repository(_project(args))
+    removed = Timeline(repo).clear_checkpoints()  # checkpoints and the commit index; rebuild writes new ones
     position = repo.rebuild()
+    if args.json:
+        from .report import to_json
+
+        _out(to_json({"snapshot": str(repo.snapshot_path), "seq": position.seq, "lines": position.line,
+                      "checkpoints_removed": removed}))
+        return 0
     print(f"rebuilt {repo.snapshot_path} from {position.line} log lines (seq {position.seq})")
+    if removed:
+        print(f"removed {removed} checkpoint file(s) (derived data, written again as needed)")
     return 0
 
 
@@ -67,33 +240,119 @@ def cmd_uninstall(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- the parser ------------------------------------------------------------------------------------------
+
+
+def _common(json: bool) -> argparse.ArgumentParser:
+    """Options every subcommand accepts after its name too (`playbook log --project X`)."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--project", metavar="DIR", default=argparse.SUPPRESS,
+                        help="project directory (default: $CLAUDE_PROJECT_DIR, else the current directory)")
+    if json:
+        parent.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    return parent
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="playbook", description="The event-sourced playbook of a Claude Code project.")
-    parser.add_argument("--project", help="project directory (default: $CLAUDE_PROJECT_DIR, else the current directory)")
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("show", help="the playbook as it is injected, with totals").set_defaults(run=cmd_show)
-    commands.add_parser("rebuild", help="rewrite playbook.json from the log").set_defaults(run=cmd_rebuild)
-    hook = commands.add_parser("hook", help="run a Claude Code hook (reads the hook JSON on stdin)")
+    parser = argparse.ArgumentParser(
+        prog="playbook", description="The event-sourced playbook of a Claude Code project.", epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--project", metavar="DIR", help="project directory (default: $CLAUDE_PROJECT_DIR, else "
+                        "the current directory)")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    reading, plain = [_common(json=True)], [_common(json=False)]
+
+    def add(name: str, run, text: str, parents=reading) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=text, description=text, parents=parents, epilog=EPILOG,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+        sub.set_defaults(run=run)
+        return sub
+
+    show = add("show", cmd_show, "the playbook as it is injected (or as it was at WHEN), with totals")
+    show.add_argument("--at", metavar="WHEN", help="the playbook as it was at WHEN")
+    show.add_argument("--before", action="store_true", help="with --at: just before that transaction or session")
+
+    at = add("at", cmd_at, "the playbook as it was at WHEN (same as show --at WHEN)")
+    at.add_argument("when", metavar="WHEN")
+    at.add_argument("--before", action="store_true", help="just before that transaction or session")
+
+    log = add("log", cmd_log, "transactions, newest first: when, why, and the events inside")
+    log.add_argument("--session", metavar="ID", help="only transactions of this Claude Code session")
+    log.add_argument("--entry", metavar="ID", help="only transactions whose events concern this entry")
+    log.add_argument("--type", metavar="T", action="append",
+                     help="only these event types (repeatable, comma-separated): a tag like KeyPointDeleted or a "
+                          "short form: added, imported, updated, merged, deleted, evaluated, pruned, moved, counters, "
+                          "reordered, version, skipped, repaired, set-aside, requested, completed, failed, "
+                          "learning-skipped, learning")
+    log.add_argument("--since", metavar="WHEN", help="only transactions from WHEN on (inclusive)")
+    log.add_argument("--until", metavar="WHEN", help="only transactions up to WHEN (inclusive)")
+    log.add_argument("-n", type=int, default=20, metavar="N", help="at most N transactions (default 20; 0: all)")
+    log.add_argument("-v", "--verbose", action="store_true", help="full analysis, reasoning and texts")
+
+    history = add("history", cmd_history, "everything that happened to one entry, oldest first")
+    history.add_argument("entry", metavar="ENTRY")
+    history.add_argument("-v", "--verbose", action="store_true", help="full texts")
+
+    diff = add("diff", cmd_diff, "how the playbook at B differs from the playbook at A")
+    diff.add_argument("a", metavar="A", help="a WHEN")
+    diff.add_argument("b", metavar="B", nargs="?", help="a WHEN (default: the end of the log)")
+
+    revert = add("revert", cmd_revert, "undo a transaction, or everything a session did, as a new transaction")
+    revert.add_argument("target", metavar="TARGET", help="a transaction id (or a 6+ character prefix) or a session id")
+    revert.add_argument("--force", action="store_true",
+                        help="revert even when later transactions changed the same entries (those stay as they are)")
+    revert.add_argument("--dry-run", action="store_true", help="print what would be appended; change nothing")
+
+    add("verify", cmd_verify, "check the log's hashes, sequence and transactions, and the snapshot; exit 1 on any problem")
+
+    imp = add("import", cmd_import, "append a legacy playbook.json (any format) to the log")
+    imp.add_argument("file", metavar="FILE")
+
+    add("stats", cmd_stats, "counts per section and event type, most helpful and harmful entries, learning outcomes")
+    add("rebuild", cmd_rebuild, "rewrite playbook.json from the log and clear the checkpoints")
+
+    hook = add("hook", cmd_hook, "run a Claude Code hook (reads the hook JSON on stdin)", parents=plain)
     hook.add_argument("event", help="SessionStart, SessionEnd, PreCompact or SubagentStop")
-    hook.set_defaults(run=cmd_hook)
-    learn = commands.add_parser("learn", help="run pending learning cycles now")
+    learn = add("learn", cmd_learn, "run pending learning cycles now", parents=plain)
     learn.add_argument("--pending", action="store_true", help="finish every pending request (the default)")
-    learn.set_defaults(run=cmd_learn)
     for name, run, text in (("install", cmd_install, "add the playbook hooks to Claude Code's settings"),
                             ("uninstall", cmd_uninstall, "remove the playbook hooks from Claude Code's settings")):
-        sub = commands.add_parser(name, help=text)
+        sub = add(name, run, text, parents=plain)
         sub.add_argument("--user", action="store_true", help="~/.claude/settings.json instead of the project's")
-        sub.set_defaults(run=run)
     return parser
+
+
+def _safe_stdout() -> None:
+    """Text the terminal's encoding cannot show comes out as backslash escapes, never as an error."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            try:
+                stream.reconfigure(errors="backslashreplace")
+            except (ValueError, io.UnsupportedOperation):
+                pass
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    _safe_stdout()
     try:
-        return args.run(args)
-    except PlaybookError as exc:
-        print(f"playbook: {exc}", file=sys.stderr)
-        return 1
+        code = args.run(args)
+        sys.stdout.flush()  # inside the try: a closed pipe is reported here, not at exit
+        return code
     except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        # `playbook log | head`: the reader left. Point stdout at /dev/null so the flush at
+        # exit does not fail again, and end quietly.
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError, io.UnsupportedOperation):
+            pass
         return 0
+    except PlaybookError as exc:
+        from .audit import UsageError
+        from .report import clean
+
+        print(f"playbook: {clean(str(exc))}", file=sys.stderr)
+        return 2 if isinstance(exc, UsageError) else 1
+    except KeyboardInterrupt:
+        return 130

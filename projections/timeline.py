@@ -120,6 +120,8 @@ class RevertPlan(msgspec.Struct, frozen=True):
     events: list[Event]
     conflicts: dict[str, list[str]]
     target: PlaybookState
+    base: PlaybookState
+    """The state the plan was made against (the log's end then): append against it, not a later one."""
 
 
 # --- the commit index ---------------------------------------------------------------------------
@@ -223,18 +225,31 @@ class Timeline:
 
     # --- resolving a point ------------------------------------------------------------------
 
+    def match_tx(self, text: str) -> list[int]:
+        """Indexes of the transaction `text` names: its full id, or a prefix of 6+ characters that
+        only one transaction has. Raises TimelineError on an ambiguous prefix."""
+        refs = self.refs
+        exact = [i for i, r in enumerate(refs) if r.commit.tx == text]
+        if exact or len(text) < 6:
+            return exact
+        found = [i for i, r in enumerate(refs) if r.commit.tx.startswith(text)]
+        if len(found) > 1:
+            shown = ", ".join(refs[i].commit.tx for i in found[:5])
+            raise TimelineError(f"{text!r} is ambiguous: it begins {len(found)} transactions ({shown})")
+        return found
+
+    def match(self, text: str) -> list[int]:
+        """Indexes of the transactions `text` names: one transaction, or every transaction of a session."""
+        return self.match_tx(text) or [i for i, r in enumerate(self.refs) if r.commit.session == text]
+
     def resolve(self, when: str, before: bool = False, now: datetime | None = None) -> Position:
         """The log position a WHEN names: an ISO time, `2h` / `3d` ago, a seq number, a transaction
         id or a session id; for a transaction or session, the point just after it (or `before` it)."""
         text = when.strip()
-        if text.isdigit():  # a seq needs no index: the fold stops at it
+        if text.isdigit() and len(text) < 16:  # a seq needs no index: the fold stops at it
             return Position(offset=-1, seq=max(int(text) - (1 if before else 0), 0))
         refs = self.refs
-        if not refs:
-            return Position()
-        matching = [i for i, r in enumerate(refs) if r.commit.tx == text or r.commit.tx.startswith(text) and len(text) >= 6]
-        if not matching:
-            matching = [i for i, r in enumerate(refs) if r.commit.session == text]
+        matching = self.match(text)
         if matching:
             index = matching[0] if before else matching[-1]
             return refs[index].start if before else refs[index].end
@@ -243,6 +258,7 @@ class Timeline:
             raise TimelineError(f"{when!r} is neither a time, a duration ago, a seq, a transaction nor a session")
         chosen = [r for r in refs if _parse_time(r.commit.at) <= moment]
         return chosen[-1].end if chosen else Position()
+
 
     # --- state at a point -------------------------------------------------------------------
 
@@ -335,10 +351,10 @@ class Timeline:
                                     end=Position(first_end, first_commit.seq, first_hash, 0))
 
     def transaction(self, tx: str) -> Transaction:
-        for ref in self.refs:
-            if ref.commit.tx == tx or (len(tx) >= 6 and ref.commit.tx.startswith(tx)):
-                return read_transaction(self.path, ref)
-        raise TimelineError(f"no transaction {tx!r} in the log")
+        found = self.match_tx(tx)
+        if not found:
+            raise TimelineError(f"no transaction {tx!r} in the log")
+        return read_transaction(self.path, self.refs[found[0]])
 
     # --- history of one entry -----------------------------------------------------------------
 
@@ -394,9 +410,7 @@ class Timeline:
         `force`, which leaves those entries as they are now and reverts the rest.
         """
         refs = self.refs
-        chosen = [i for i, r in enumerate(refs) if r.commit.tx == target or (len(target) >= 6 and r.commit.tx.startswith(target))]
-        if not chosen:
-            chosen = [i for i, r in enumerate(refs) if r.commit.session == target]
+        chosen = self.match(target)
         if not chosen:
             raise TimelineError(f"no transaction or session {target!r} in the log")
         reverted = {refs[i].commit.tx for i in chosen}
@@ -416,12 +430,13 @@ class Timeline:
         conflicts = {n: txs for n, txs in later.items() if n in touched}
         if conflicts and not force:
             raise RevertConflict(conflicts)
-        current = self.repo.current()[0]
+        current = self.state_at(refs[-1].end)  # the end of the log this plan read, not a later one
         without = state  # the log as if the reverted transactions had never been
         for name in conflicts:
             _keep_as_now(without, current, name)
         events = decide(current, ReplaceContent(target=playbook_dict(without), origin="revert", base=current))
-        return RevertPlan(transactions=sorted(reverted), events=events, conflicts=conflicts, target=without)
+        return RevertPlan(transactions=sorted(reverted), events=events, conflicts=conflicts, target=without,
+                          base=current)
 
 
 def _transaction_around(handle, offset: int) -> Transaction | None:
@@ -564,23 +579,33 @@ def diff(a: PlaybookState, b: PlaybookState) -> Diff:
     for section, kp in a.entries():
         if b.get(kp.name) is None:
             removed.append(Change(kp.name, section, kp.text, kp.helpful, kp.harmful))
-    order = {s: list(b.sections[s]) for s in SECTION_SLUGS if list(a.sections[s]) != list(b.sections[s])}
     version = (a.version, b.version) if a.version != b.version else None
-    return Diff(added, removed, reworded, moved, counters, order, version)
+    unordered = Diff(added, removed, reworded, moved, counters, {}, version)
+    # Order is recorded only where applying the changes alone would not give b's order.
+    naive = apply_diff(a, unordered)
+    order = {s: list(b.sections[s]) for s in SECTION_SLUGS if list(naive.sections[s]) != list(b.sections[s])}
+    return msgspec.structs.replace(unordered, order=order)
 
 
 def apply_diff(state: PlaybookState, change: Diff) -> PlaybookState:
-    """`state` with `change` applied: `apply_diff(a, diff(a, b))` has `b`'s content."""
+    """`state` with `change` applied: `apply_diff(a, diff(a, b))` has `b`'s content.
+
+    An entry changed in place keeps its position; an added or moved one goes to the end
+    of its section; `order` then gives any section its recorded order."""
     result = state.copy()
     for item in change.removed:
         section = result.where.pop(item.name, None)
         if section is not None:
             result.sections[section].pop(item.name)
     for item in [*change.added, *change.reworded, *change.moved, *change.counters]:
-        section = result.where.pop(item.name, None)
+        kp = KeyPoint(item.name, item.text, item.helpful, item.harmful)
+        section = result.where.get(item.name)
+        if section == item.section:
+            result.sections[section][item.name] = kp  # in place: same position
+            continue
         if section is not None:
             result.sections[section].pop(item.name)
-        result.sections[item.section][item.name] = KeyPoint(item.name, item.text, item.helpful, item.harmful)
+        result.sections[item.section][item.name] = kp
         result.where[item.name] = item.section
     for section, names in change.order.items():
         entries = result.sections[section]

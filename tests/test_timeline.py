@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+
+import msgspec
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -11,13 +14,13 @@ from hypothesis import strategies as st
 
 from eventlog.decide import ApplyOperations, Evaluate, Prune, ReplaceContent
 from eventlog.domain import SECTION_SLUGS, PlaybookState
-from eventlog.events import Cause
+from eventlog.events import Cause, KeyPointAdded
 from eventlog.evolve import apply_transaction
 from eventlog.store import LogReader
 from projections import checkpoints
 from projections.repository import PlaybookRepository
 from projections.snapshot import playbook_dict
-from projections.timeline import RevertConflict, Timeline, apply_diff, diff
+from projections.timeline import RevertConflict, Timeline, TimelineError, apply_diff, diff
 from projections.verify import verify
 
 SECTIONS = list(SECTION_SLUGS)
@@ -105,8 +108,7 @@ def test_diff_applied_to_a_gives_b(tmp_path_factory, steps, data):
 
 def revert(repo: PlaybookRepository, target: str, force: bool = False):
     plan = Timeline(repo).plan_revert(target, force)
-    current = repo.current()[0]
-    return repo.append([ReplaceContent(target=playbook_dict(plan.target), origin="revert", base=current)],
+    return repo.append([ReplaceContent(target=playbook_dict(plan.target), origin="revert", base=plan.base)],
                        Cause(source="revert", note=f"revert of {', '.join(plan.transactions)}"))
 
 
@@ -151,6 +153,32 @@ def test_revert_refuses_on_conflict_and_force_reverts_the_rest(tmp_path):
     assert set(plan.conflicts) == {"oth-001"}
     revert(repo, "one", force=True)
     assert [(kp.name, kp.helpful) for _, kp in repo.current()[0].entries()] == [("oth-001", 1)]
+
+
+def test_a_transaction_written_while_a_revert_is_planned_is_not_undone(tmp_path):
+    repo = PlaybookRepository(tmp_path / ".claude")
+    first = repo.append([ApplyOperations([{"type": "ADD", "text": "a"}])], Cause(source="t"))
+    plan = Timeline(repo).plan_revert(first.commit.tx)
+    repo.append([ApplyOperations([{"type": "ADD", "text": "written meanwhile"}])], Cause(source="t"))
+    repo.append([ReplaceContent(target=playbook_dict(plan.target), origin="revert", base=plan.base)],
+                Cause(source="revert"))
+    assert [kp.text for _, kp in repo.current()[0].entries()] == ["written meanwhile"]
+
+
+def test_an_ambiguous_transaction_prefix_is_refused(tmp_path):
+    repo = PlaybookRepository(tmp_path / ".claude")
+    for text in ("a", "b"):
+        repo.append([ApplyOperations([{"type": "ADD", "text": text}])], Cause(source="t"))
+    timeline = Timeline(repo)
+    txs = [r.commit.tx for r in timeline.refs]
+    shared = os.path.commonprefix(txs)
+    timeline.refs[1] = msgspec.structs.replace(timeline.refs[1], commit=msgspec.structs.replace(
+        timeline.refs[1].commit, tx=txs[0][:8] + "ffffffff"))
+    with pytest.raises(TimelineError, match="ambiguous"):
+        timeline.match_tx(txs[0][:8])
+    assert timeline.match_tx(txs[0]) == [0] and shared is not None
+    with pytest.raises(TimelineError):
+        Timeline(PlaybookRepository(tmp_path / "empty" / ".claude")).resolve("not a time")
 
 
 def test_history_follows_merges_back_and_ends_with_the_entry_s_fate(tmp_path):
@@ -244,3 +272,19 @@ def test_verify_reports_a_stale_snapshot(tmp_path):
     repo.snapshot_path.write_bytes(stale)
     assert "behind" in only_problem(repo).what
     json.loads(stale)  # the stale snapshot itself is intact
+
+
+def test_a_diff_of_counters_keeps_the_entry_in_place():
+    a = PlaybookState()
+    for name in ("pat-001", "pat-002"):
+        apply_transaction(a, decide_events(a, name), 0, "")
+    b = a.copy()
+    b.sections["PATTERNS & APPROACHES"]["pat-001"].helpful = 1
+    change = diff(a, b)
+    assert change.order == {} and [c.name for c in change.counters] == ["pat-001"]
+    assert list(apply_diff(a, change).sections["PATTERNS & APPROACHES"]) == ["pat-001", "pat-002"]
+
+
+def decide_events(state: PlaybookState, name: str) -> list:
+    return [KeyPointAdded(section="PATTERNS & APPROACHES", name=name, text=name, helpful=0, harmful=0,
+                          origin="operation")]

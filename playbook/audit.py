@@ -1,0 +1,342 @@
+"""The application side of the audit commands: points in time, log filters, revert, import, stats.
+
+Small functions over `projections.timeline`; rendering lives in `playbook.report`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from eventlog.decide import ImportLegacy, ReplaceContent, decide
+from eventlog.domain import SECTION_SLUGS, PlaybookState
+from eventlog.errors import PlaybookError
+from eventlog.events import (
+    EVENT_TYPES,
+    Cause,
+    Event,
+    KeyPointImported,
+    LearningCompleted,
+    LearningFailed,
+    LearningRequested,
+    LearningSkipped,
+    OperationSkipped,
+    PlaybookImported,
+    UnknownRecord,
+)
+from eventlog.evolve import apply_transaction
+from eventlog.store import Committed, LogReader, Position, Transaction
+from projections.repository import PlaybookRepository
+from projections.snapshot import playbook_dict
+from projections.timeline import RevertPlan, Timeline, TimelineError, mentions, read_transaction
+
+
+class UsageError(PlaybookError):
+    """A command-line value that names nothing (an unknown event type, a negative count)."""
+
+
+# --- event type names -------------------------------------------------------------------------------
+
+TAGS: tuple[str, ...] = tuple(t.__struct_config__.tag for t in EVENT_TYPES)
+
+SHORT_NAMES: dict[str, str] = {
+    "KeyPointAdded": "added",
+    "KeyPointImported": "imported",
+    "PlaybookImported": "playbook-imported",
+    "KeyPointUpdated": "updated",
+    "KeyPointsMerged": "merged",
+    "KeyPointDeleted": "deleted",
+    "KeyPointEvaluated": "evaluated",
+    "KeyPointPruned": "pruned",
+    "KeyPointMoved": "moved",
+    "CountersSet": "counters",
+    "SectionReordered": "reordered",
+    "VersionSet": "version",
+    "OperationSkipped": "skipped",
+    "TailRepaired": "repaired",
+    "SnapshotSetAside": "set-aside",
+    "LearningRequested": "requested",
+    "LearningCompleted": "completed",
+    "LearningFailed": "failed",
+    "LearningSkipped": "learning-skipped",
+}
+"""The short form of each event type accepted by `--type` (the tag itself is accepted too)."""
+
+_GROUPS: dict[str, frozenset[str]] = {
+    "imported": frozenset({"KeyPointImported", "PlaybookImported"}),
+    "learning": frozenset({"LearningRequested", "LearningCompleted", "LearningFailed", "LearningSkipped"}),
+}
+
+
+def _squash(name: str) -> str:
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+_LOOKUP: dict[str, frozenset[str]] = {}
+for _tag in TAGS:
+    _LOOKUP[_squash(_tag)] = frozenset({_tag})
+    _LOOKUP[_squash(SHORT_NAMES[_tag])] = frozenset({_tag})
+_LOOKUP.update({_squash(name): tags for name, tags in _GROUPS.items()})
+
+
+def event_types(values: list[str] | None) -> frozenset[str] | None:
+    """The tags named by `--type` values (repeatable, comma-separated, case-insensitive), or None for all."""
+    if not values:
+        return None
+    tags: set[str] = set()
+    for value in values:
+        for name in value.split(","):
+            if not name.strip():
+                continue
+            found = _LOOKUP.get(_squash(name))
+            if found is None:
+                known = ", ".join(sorted({*SHORT_NAMES.values(), *_GROUPS}))
+                raise UsageError(f"unknown event type {name.strip()!r} (known: {known}, or a tag like KeyPointDeleted)")
+            tags |= found
+    return frozenset(tags)
+
+
+def tag_of(event: Event | UnknownRecord) -> str:
+    if isinstance(event, UnknownRecord):
+        return event.type
+    return type(event).__struct_config__.tag
+
+
+# --- points in time -----------------------------------------------------------------------------------
+
+
+def resolve(timeline: Timeline, when: str, before: bool = False) -> Position:
+    """`Timeline.resolve`, plus: a trailing `^` means `before`, and an ambiguous transaction prefix is an error.
+
+    `Timeline.resolve` takes the first (or last) transaction a prefix begins; two transactions
+    sharing a 6+ character prefix must not be told apart silently, so this refuses the prefix.
+    """
+    text = when.strip()
+    if text.endswith("^"):
+        text, before = text[:-1].strip(), True
+    if not text:
+        raise UsageError(f"{when!r} names no point in the log")
+    check_prefix(timeline, text)
+    return timeline.resolve(text, before=before)
+
+
+def check_prefix(timeline: Timeline, text: str, digits_are_seq: bool = True) -> None:
+    """Refuse a transaction prefix shared by several transactions; note a number that also begins one."""
+    if len(text) < 6:
+        return
+    txs = sorted({r.commit.tx for r in timeline.refs if r.commit.tx.startswith(text)})
+    if digits_are_seq and text.isdigit():
+        if txs:  # Timeline.resolve reads all-digit text as a seq number first
+            print(f"playbook: note: {text} is read as a seq number; it also begins transaction(s) "
+                  f"{', '.join(txs[:3])} (give more characters to name a transaction)", file=sys.stderr)
+        return
+    if len(txs) > 1 and text not in txs:
+        raise TimelineError(f"{text!r} is ambiguous: it begins transactions {', '.join(txs[:5])}")
+
+
+class PointState(msgspec.Struct):
+    """The playbook at one point of the log: `seq` is that of the last transaction it includes."""
+
+    state: PlaybookState
+    seq: int
+    commit: Any = None  # the TransactionCommitted of that transaction, if any
+
+
+def _commit_ending_at(timeline: Timeline, seq: int) -> Any:
+    if seq <= 0:
+        return None
+    refs = timeline.refs
+    index = bisect.bisect_right([r.end.seq for r in refs], seq) - 1
+    return refs[index].commit if index >= 0 and refs[index].end.seq == seq else None
+
+
+def state_at(timeline: Timeline, when: str, before: bool = False) -> PointState:
+    state = timeline.state_at(resolve(timeline, when, before))
+    return PointState(state=state, seq=state.seq, commit=_commit_ending_at(timeline, state.seq))
+
+
+def end_of_log(timeline: Timeline) -> PointState:
+    refs = timeline.refs
+    if not refs:
+        return PointState(state=PlaybookState(), seq=0)
+    return PointState(state=timeline.state_at(refs[-1].end), seq=refs[-1].end.seq, commit=refs[-1].commit)
+
+
+# --- the log ------------------------------------------------------------------------------------------
+
+
+class Selected(msgspec.Struct):
+    """A transaction chosen by `log`, and its events that match the filters (all of them when none)."""
+
+    transaction: Transaction
+    events: list[Any]
+
+
+def select(timeline: Timeline, *, n: int | None = 20, session: str | None = None, entry: str | None = None,
+           types: frozenset[str] | None = None, since: str | None = None, until: str | None = None) -> list[Selected]:
+    """Transactions newest first that match every filter given, at most `n` (None: all)."""
+    if n is not None and n < 0:
+        raise UsageError("-n must be 0 or more")
+    # Positions compare by seq: a seq WHEN resolves to a seq alone (no byte offset).
+    low = resolve(timeline, since, before=True).seq if since else None
+    high = resolve(timeline, until).seq if until else None
+
+    def matching(transaction: Transaction) -> list[Any]:
+        events = transaction.events
+        if types is not None:
+            events = [e for e in events if tag_of(e) in types]
+        if entry is not None:
+            events = [e for e in events if isinstance(e, Event) and mentions(e, entry)]
+        return events
+
+    def keep(transaction: Transaction) -> bool:
+        if session is not None and transaction.commit.session != session:
+            return False
+        if high is not None and transaction.end.seq > high:
+            return False
+        if low is not None and transaction.end.seq <= low:
+            return False
+        return (types is None and entry is None) or bool(matching(transaction))
+
+    if low is None:
+        found = timeline.newest(n, keep=keep)
+    else:  # read back from the end only as far as `since`
+        found = []
+        for ref in reversed(timeline.refs):
+            if ref.end.seq <= low or (n is not None and len(found) >= n):
+                break
+            transaction = read_transaction(timeline.path, ref)
+            if keep(transaction):
+                found.append(transaction)
+    return [Selected(transaction=t, events=matching(t)) for t in found]
+
+
+# --- revert -------------------------------------------------------------------------------------------
+
+
+class Reverted(msgspec.Struct):
+    """What `revert` planned and, unless a dry run, appended (None when it changed nothing)."""
+
+    plan: RevertPlan
+    committed: Committed | None
+    dry_run: bool
+
+
+def revert(repo: PlaybookRepository, target: str, force: bool = False, dry_run: bool = False) -> Reverted:
+    """Undo one transaction or everything one session did, as a new transaction (itself revertible).
+
+    Raises `RevertConflict` when later transactions touched the same entries, unless `force`.
+    """
+    timeline = Timeline(repo)
+    if len(target.strip()) >= 6:
+        check_prefix(timeline, target.strip(), digits_are_seq=False)
+    plan = timeline.plan_revert(target.strip(), force)
+    if dry_run or not plan.events:
+        return Reverted(plan=plan, committed=None, dry_run=dry_run)
+    # The plan's target is the log up to the last indexed transaction without the reverted
+    # ones: its base is the state at that same point. ReplaceContent applies only what differs
+    # between the two to the fresh state under the lock, so a transaction written meanwhile stays.
+    base = plan.base
+    cause = Cause(source="revert", note=f"revert of {', '.join(plan.transactions)}")
+    committed = repo.append([ReplaceContent(target=playbook_dict(plan.target), origin="revert", base=base)], cause)
+    return Reverted(plan=plan, committed=committed, dry_run=False)
+
+
+# --- import -------------------------------------------------------------------------------------------
+
+
+class Imported(msgspec.Struct):
+    path: str
+    committed: Committed | None
+    header: PlaybookImported | None
+    entries: list[KeyPointImported]
+    rejected: list[OperationSkipped]
+
+
+def import_file(repo: PlaybookRepository, file: str) -> Imported:
+    """Append a legacy playbook.json (any format the spec covers) to the log, as one `import` transaction."""
+    path = Path(file)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise PlaybookError(f"cannot read {file}: {exc.strerror or exc}") from exc
+    try:
+        data = msgspec.json.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise PlaybookError(f"{file} is not JSON ({exc}); nothing was imported") from exc
+    shown = str(path.resolve())
+
+    def decider(state: PlaybookState) -> list[Event]:
+        # Decided under the lock: genesis only when the log is still empty.
+        return decide(state, ImportLegacy(data=data, path=shown, genesis=state.seq == 0))
+
+    committed = repo.append(decider, Cause(source="import", note=f"playbook import {shown}"))
+    events = committed.events if committed is not None else []
+    return Imported(
+        path=shown, committed=committed,
+        header=next((e for e in events if isinstance(e, PlaybookImported)), None),
+        entries=[e for e in events if isinstance(e, KeyPointImported)],
+        rejected=[e for e in events if isinstance(e, OperationSkipped)],
+    )
+
+
+# --- stats --------------------------------------------------------------------------------------------
+
+
+class Stats(msgspec.Struct):
+    seq: int
+    last_updated: str | None
+    sections: dict[str, int]
+    entries: int
+    transactions: int
+    sources: dict[str, int]
+    events: dict[str, int]
+    most_helpful: list[dict]
+    most_harmful: list[dict]
+    learning: dict[str, int]
+    per_day: dict[str, dict[str, int]]
+
+
+def stats(repo: PlaybookRepository, top: int = 5) -> Stats:
+    """Counts over the whole log (one read-only fold) and the playbook at its end."""
+    state = PlaybookState()
+    transactions = 0
+    sources: dict[str, int] = {}
+    events: dict[str, int] = {}
+    learning = {"requested": 0, "completed": 0, "failed": 0, "skipped": 0}
+    per_day: dict[str, dict[str, int]] = {}
+    outcome = {LearningCompleted: "completed", LearningFailed: "failed", LearningSkipped: "skipped"}
+    for transaction in LogReader(repo.store.path):
+        apply_transaction(state, transaction.events, transaction.commit.seq, transaction.commit.at)
+        transactions += 1
+        sources[transaction.commit.source] = sources.get(transaction.commit.source, 0) + 1
+        for event in transaction.events:
+            tag = tag_of(event)
+            events[tag] = events.get(tag, 0) + 1
+            if isinstance(event, LearningRequested):
+                learning["requested"] += 1
+            elif (kind := outcome.get(type(event))) is not None:
+                learning[kind] += 1
+                day = per_day.setdefault(transaction.commit.at[:10], {"completed": 0, "failed": 0, "skipped": 0})
+                day[kind] += 1
+    learning["pending"] = len(state.pending)
+    entries = [(section, kp) for section, kp in state.entries()]
+
+    def row(section: str, kp) -> dict:
+        return {"name": kp.name, "section": section, "text": kp.text, "helpful": kp.helpful, "harmful": kp.harmful}
+
+    helpful = sorted((e for e in entries if e[1].helpful > 0), key=lambda e: (-e[1].helpful, e[1].harmful, e[1].name))
+    harmful = sorted((e for e in entries if e[1].harmful > 0), key=lambda e: (-e[1].harmful, e[1].helpful, e[1].name))
+    return Stats(
+        seq=state.seq, last_updated=state.last_updated,
+        sections={section: len(state.sections[section]) for section in SECTION_SLUGS},
+        entries=len(entries), transactions=transactions,
+        sources=dict(sorted(sources.items())),
+        events={tag: events[tag] for tag in sorted(events, key=lambda t: (TAGS.index(t) if t in TAGS else len(TAGS), t))},
+        most_helpful=[row(*e) for e in helpful[:top]], most_harmful=[row(*e) for e in harmful[:top]],
+        learning=learning, per_day=dict(sorted(per_day.items())),
+    )
