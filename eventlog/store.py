@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import signal
 import uuid
 import zlib
 from collections.abc import Callable, Iterator
@@ -48,6 +49,18 @@ _HASH_KEY = b',"h":"'
 _SUFFIX = len(_HASH_KEY) + 8 + 2  # ,"h":"xxxxxxxx"}
 _TAIL = _SUFFIX + 1  # with the newline
 _COMMIT = b'{"type":"TransactionCommitted"'
+_SEQ_AT = len(_COMMIT) + len(b',"seq":')
+_FAULT = os.environ.get("PLAYBOOK_FAULT")
+
+
+def fault(point: str) -> None:
+    """Crash tests only: die by SIGKILL at `point` when the environment variable PLAYBOOK_FAULT names it.
+
+    PLAYBOOK_FAULT is read once, at import; otherwise this is one comparison. Points:
+    after-write, after-fsync, after-cut (here), before-snapshot (PlaybookRepository.append).
+    """
+    if point == _FAULT:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 class Position(msgspec.Struct, frozen=True):
@@ -218,8 +231,15 @@ class LogReader:
                 if at and chunk[at - 1] != 10:
                     continue  # not at the start of a line
                 end = chunk.index(b"\n", at) + 1
-                index = first + chunk.count(b"\n", begin, at)
-                commit = records[index]
+                # The commit's seq (its second field) says which record it is: no newline counting.
+                digits = at + _SEQ_AT
+                try:
+                    index = first + int(chunk[digits : chunk.index(b",", digits)]) - self.position.seq - 1 - len(pending)
+                    if index < first:
+                        raise _Recheck
+                    commit = records[index]
+                except (ValueError, IndexError):
+                    raise _Recheck from None
                 events = pending + records[first:index] if pending else records[first:index]
                 seq = self.position.seq
                 try:
@@ -411,6 +431,7 @@ class JsonlEventStore:
                 handle.write(cut)
                 handle.flush()
                 os.fsync(handle.fileno())
+            fault("after-cut")
             fd = os.open(self.path, os.O_RDWR)
             try:
                 os.ftruncate(fd, torn.offset)
@@ -449,6 +470,7 @@ class JsonlEventStore:
                 written = os.write(fd, payload)
                 while written < len(payload):  # a short write to a regular file: finish it
                     written += os.write(fd, payload[written:])
+                fault("after-write")
                 os.fsync(fd)
             finally:
                 os.close(fd)
@@ -456,6 +478,7 @@ class JsonlEventStore:
                 _fsync_dir(self.path.parent)
         except OSError as exc:
             raise StorageError(f"cannot append to {self.path}: {exc.strerror or exc}") from exc
+        fault("after-fsync")
         for event in stamped:
             apply(state, event)
         state.seq = seq
