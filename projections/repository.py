@@ -21,7 +21,7 @@ from eventlog.domain import PlaybookState
 from eventlog.errors import StorageError
 from eventlog.events import Cause, Event, SnapshotSetAside
 from eventlog.evolve import apply_transaction
-from eventlog.store import Committed, JsonlEventStore, Position, fold_log, hash_at
+from eventlog.store import Committed, JsonlEventStore, Position, fault, fold_log, hash_at
 
 from . import checkpoints
 from .injection import INJECTION_NAME, hook_output, injection_file
@@ -97,6 +97,7 @@ class PlaybookRepository:
                 if checkpoints.crosses(position.seq, committed.position.seq):
                     checkpoints.save(self.claude_dir / checkpoints.CHECKPOINT_DIR, committed.state, committed.position)
                 state, position = committed.state, committed.position
+                fault("before-snapshot")
             self._write_snapshot(state, position)
             return committed
 
@@ -143,6 +144,7 @@ class PlaybookRepository:
 
     def _housekeep(self) -> tuple[PlaybookState, Position]:
         """Under the lock: take in what waits outside the log; return the state at the log's end."""
+        self._remove_stale_temps()
         found = read_snapshot(self.snapshot_path)
         has_log = self.store.exists()
         path = str(self.snapshot_path)
@@ -166,6 +168,15 @@ class PlaybookRepository:
         if found is not None and found.snapshot is None:
             return self._import_manual_edit(found)
         return self.current()
+
+    def _remove_stale_temps(self) -> None:
+        """Remove temporary snapshot files a writer killed mid-replace left behind.
+
+        Only writers holding the log's lock (as the caller does) create these, so any that
+        exist now belong to a writer that died."""
+        for name in (SNAPSHOT_NAME, INJECTION_NAME):
+            for temp in self.claude_dir.glob(f".{name}.*.tmp"):
+                temp.unlink(missing_ok=True)
 
     def _commit(self, commands: Sequence[Command], cause: Cause) -> tuple[PlaybookState, Position]:
         state, position = self.checkpoint() if self.store.exists() else (PlaybookState(), Position())

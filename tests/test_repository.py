@@ -296,3 +296,14 @@ def test_evaluations_of_the_wrong_types_change_nothing(project, repo, evaluation
     pb = playbook.load_playbook()
     result = playbook.update_playbook_data(pb, {"new_key_points": JUNK[1:3], "evaluations": evaluations})
     assert result["sections"]["OTHERS"][0] == {"name": "oth-001", "text": "keep", "helpful": 0, "harmful": 0}
+
+
+def test_temporary_files_of_a_writer_killed_mid_replace_are_removed_by_the_next(project, repo):
+    repo.append(ops({"type": "ADD", "text": "a"}), CAUSE)
+    left = [repo.claude_dir / ".playbook.json.4242.tmp", repo.claude_dir / ".playbook.hook.json.4242.tmp"]
+    for path in left:
+        path.write_text("half a snapshot")
+    keep = repo.claude_dir / ".settings.json.4242.tmp"  # not ours: never written under the log's lock
+    keep.write_text("x")
+    repo.append(ops({"type": "ADD", "text": "b"}), CAUSE)
+    assert not any(path.exists() for path in left) and keep.exists()
