@@ -51,7 +51,11 @@ def to_jsonable(value: Any) -> Any:
     try:
         return msgspec.to_builtins(value, str_keys=True, enc_hook=repr)
     except (TypeError, ValueError, RecursionError, OverflowError):
+        pass
+    try:
         return repr(value)[:1000]
+    except (RecursionError, ValueError):  # repr gives up on what to_builtins gave up on (nested too deep)
+        return f"<{type(value).__name__} nested too deeply to show>"
 
 
 def _count(value: Any) -> int:
@@ -60,6 +64,19 @@ def _count(value: Any) -> int:
     if isinstance(value, float) and not math.isfinite(value):
         return 0
     return max(int(value), 0)
+
+
+def _bad_counter(value: Any) -> str | None:
+    """Why a counter value as found is not taken as it is (None when it is a non-negative whole number)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"{type(value).__name__} {to_jsonable(value)!r}"[:200] + ", taken as 0"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{value!r}, taken as 0"
+    if value < 0:
+        return f"{value!r} is negative, taken as 0"
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value!r} is not a whole number, taken as {int(value)}"
+    return None
 
 
 def _is_number(value: Any) -> bool:
@@ -100,10 +117,22 @@ def _draft(item: Any, section: str, original_section: str | None, rejected: list
     score = item.get("score")
     if "helpful" in item or "harmful" in item:
         helpful, harmful, source_format = _count(item.get("helpful")), _count(item.get("harmful")), "dict_with_counters"
+        # The entry is imported; a counter that is not a count (a string, negative, NaN) is recorded as
+        # rejected, so the value it had in the file is not lost without a trace.
+        for key in ("helpful", "harmful"):
+            if key in item and (why := _bad_counter(item[key])) is not None:
+                shown = name or "an entry without a name"
+                rejected.append(Rejected(reason="invalid_counter", detail=f"{key} of {shown}: {why}",
+                                         item=to_jsonable(item)))
     elif _is_number(score):
         helpful, harmful, source_format = max(int(score), 0), max(-int(score), 0), "dict_with_score"
     else:
         helpful, harmful, source_format = 0, 0, "dict_without_score"
+        if score is not None:
+            shown = name or "an entry without a name"
+            rejected.append(Rejected(reason="invalid_counter", detail=f"score of {shown}: "
+                                     f"{type(score).__name__} {to_jsonable(score)!r}"[:200] + ", ignored",
+                                     item=to_jsonable(item)))
     return _Draft(
         section=section, name=name, text=text, helpful=helpful, harmful=harmful, source_format=source_format,
         original_name=None if name is not None or raw_name is None else str(to_jsonable(raw_name)),

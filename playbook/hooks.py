@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from .project import repository
 from .settings import load_settings
 
 MAX_STDIN = 1 << 20
+_JSON_TYPES = {list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
 LEARNING_EVENTS = ("SessionEnd", "PreCompact", "SubagentStop")
 
 
@@ -38,6 +40,8 @@ def session_start_output(project: Path | str) -> bytes:
 
 
 def read_payload(stream: Any) -> dict:
+    if stream is None:  # a hook started with stdin closed: sys.stdin is None
+        raise HookInputError("no hook input (stdin is closed)")
     raw = stream.buffer.read(MAX_STDIN + 1) if hasattr(stream, "buffer") else stream.read(MAX_STDIN + 1)
     if len(raw) > MAX_STDIN:
         raise HookInputError(f"hook input larger than {MAX_STDIN} bytes")
@@ -49,8 +53,11 @@ def read_payload(stream: Any) -> dict:
         payload = json.loads(raw)
     except ValueError as exc:
         raise HookInputError(f"hook input is not JSON ({exc.msg} at position {exc.pos})") from None
+    except RecursionError:
+        # `[[[[...` (100k deep) is JSON the standard library gives up on: say so, not "hook failed".
+        raise HookInputError("hook input is nested too deeply to be a hook's JSON") from None
     if not isinstance(payload, dict):
-        raise HookInputError(f"hook input is a JSON {type(payload).__name__}, not an object")
+        raise HookInputError(f"hook input is a JSON {_JSON_TYPES.get(type(payload), 'null')}, not an object")
     return payload
 
 
@@ -60,6 +67,33 @@ def _project(payload: dict) -> Path:
         return Path(configured)
     cwd = payload.get("cwd")
     return Path(cwd) if isinstance(cwd, str) and cwd else Path.cwd()
+
+
+def claude_config_dir() -> str:
+    """Claude Code's configuration directory, resolved: `$CLAUDE_CONFIG_DIR` if set, else `~/.claude`."""
+    configured = os.environ.get("CLAUDE_CONFIG_DIR")
+    return os.path.realpath(configured or os.path.join(os.path.expanduser("~"), ".claude"))
+
+
+def _is_under(path: str, directory: str) -> bool:
+    """True when `path`, resolved (`..` and symlinks followed), lies inside `directory` (already resolved)."""
+    resolved = os.path.realpath(path)  # ValueError for an embedded NUL: the caller's concern
+    return resolved.startswith(os.path.join(directory, ""))
+
+
+# Control characters, DEL, C1 controls, line separators, bidi controls and lone surrogates: a path or
+# message from the hook input must not add lines to stderr or reach the terminal as escape sequences.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _escape(match: re.Match) -> str:
+    code = ord(match.group())
+    return repr(match.group())[1:-1] if code < 0x100 else f"\\u{code:04x}"
+
+
+def _shown(text: str) -> str:
+    """`text` on one line, with every unsafe character written as an escape (repr-style)."""
+    return _UNSAFE.sub(_escape, text)
 
 
 def _string(payload: dict, key: str) -> str | None:
@@ -92,8 +126,18 @@ def learning_hook(event: str, payload: dict) -> str | None:
         if why.startswith("session ended") or why.startswith("learning from"):
             return None
         return f"{event}: no transcript_path in the hook input; nothing to learn"
+    # Only transcripts under Claude Code's own directory are learned from: the hook input names a
+    # file the background learner will read and send to the model, so a path elsewhere (`..`, a
+    # symlink out, /etc/...) must not make it read and upload any file of the user's.
+    directory = claude_config_dir()
+    try:
+        inside = _is_under(transcript, directory)
+    except ValueError:  # an embedded NUL byte: no such file can exist
+        return f"{event}: transcript {_shown(transcript)} is missing or unreadable; nothing to learn"
+    if not inside:
+        return f"{event}: transcript {_shown(transcript)} is outside {_shown(directory)}; nothing to learn"
     if not os.path.isfile(transcript) or not os.access(transcript, os.R_OK):
-        return f"{event}: transcript {transcript} is missing or unreadable; nothing to learn"
+        return f"{event}: transcript {_shown(transcript)} is missing or unreadable; nothing to learn"
     from .learn import request_learning, spawn_learner
 
     request_learning(project, event, transcript, _string(payload, "session_id"), why)
@@ -111,11 +155,16 @@ def run_hook(event: str, stdin: Any = None) -> int:
         elif event in LEARNING_EVENTS:
             note = learning_hook(event, payload)
             if note:
-                print(f"playbook: {note}", file=sys.stderr)
+                _say(note)
         else:
-            print(f"playbook: unknown hook event {event!r}", file=sys.stderr)
+            _say(f"unknown hook event {event!r}")
     except PlaybookError as exc:
-        print(f"playbook: {event} hook: {exc}", file=sys.stderr)
+        _say(f"{event} hook: {exc}")
     except Exception as exc:  # never a traceback in Claude Code
-        print(f"playbook: {event} hook failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        _say(f"{event} hook failed: {type(exc).__name__}: {exc}")
     return 0
+
+
+def _say(message: str) -> None:
+    """One line on stderr, whatever the message holds (paths and errors can carry newlines and escapes)."""
+    print(f"playbook: {_shown(message)}", file=sys.stderr)

@@ -149,6 +149,12 @@ def run_cycle(repo: PlaybookRepository, pending: PendingLearning) -> Outcome:
         error = str(exc) or f"no answer within the {_deadline():.0f} s deadline"
         _finish(repo, FailLearning(request=pending.request, error=error, transcript=path), pending, config.model)
         return Outcome(pending.request, "failed", error)
+    except Exception as exc:
+        # Anything else a hostile reply provokes is this cycle's failure, recorded: a learner that
+        # died here left the request pending, and every later learner would take it first and die too.
+        error = f"learning failed: {type(exc).__name__}"
+        _finish(repo, FailLearning(request=pending.request, error=error, transcript=path), pending, config.model)
+        return Outcome(pending.request, "failed", error)
 
     def decider(fresh: PlaybookState) -> list:
         if pending.request not in fresh.pending:
@@ -167,15 +173,19 @@ def run_cycle(repo: PlaybookRepository, pending: PendingLearning) -> Outcome:
     return Outcome(pending.request, "completed")
 
 
-async def _ask_models(messages: list, state: PlaybookState, cited: list[str], config) -> tuple[dict, list, dict]:
+async def _ask_models(messages: list, state: PlaybookState, cited: list[str], config) -> tuple[dict, object, dict]:
     from .models import curate, reflect
 
-    reflection = await reflect(messages, to_playbook_dict(state), cited, config)
+    reflection = await reflect(messages, to_playbook_dict(state), cited, config, as_given=True)
+    # Tags (and the list of them) that are not what they should be go to Evaluate as they are, which
+    # records each as skipped (not_an_object, not_a_list); filtered out here, they vanished unseen.
+    tags = reflection["bullet_tags"]
     evaluations = [
         {"name": tag.get("name"), "rating": tag.get("tag"), "rationale": tag.get("rationale")}
-        for tag in reflection["bullet_tags"] if isinstance(tag, dict)
-    ]
+        if isinstance(tag, dict) else tag
+        for tag in tags
+    ] if isinstance(tags, list) else tags
     # The curator sees the counters after this session's tags.
     tagged = fold(decide(state, Evaluate(evaluations)), state)
-    curation = await curate(reflection, to_playbook_dict(tagged), config)
+    curation = await curate(reflection, to_playbook_dict(tagged), config, as_given=True)
     return reflection, evaluations, curation

@@ -99,7 +99,7 @@ async def complete(prompt: str, config: ModelConfig) -> str:
                 reply = await client.messages.create(
                     model=config.model, max_tokens=MAX_TOKENS, messages=[{"role": "user", "content": prompt}]
                 )
-                return "".join(block.text for block in reply.content if getattr(block, "type", "") == "text")
+                return _redact(_reply_text(reply), config)
             except anthropic.APIError as exc:
                 if not _retryable(exc) or attempt == MAX_RETRIES - 1:
                     raise ModelError(f"model call failed after {attempt + 1} attempt(s): {_describe(exc)}") from exc
@@ -108,9 +108,39 @@ async def complete(prompt: str, config: ModelConfig) -> str:
                     base = _base_delay()
                     delay = base * 2**attempt + random.uniform(0, base / 2)
                 await asyncio.sleep(delay)
+            except (ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
+                # A 200 whose body is not a Messages reply (not JSON, a list, nested 100k deep,
+                # `"text": null`): the SDK raises these, not APIError. Unhandled, they killed the
+                # learner and left the request pending for the next learner to die on too.
+                raise ModelError(f"the model's reply could not be read: {type(exc).__name__}") from exc
         raise ModelError("model call failed")  # unreachable: the loop returns or raises
     finally:
         await client.close()
+
+
+REDACTED = "[redacted credential]"
+
+
+def _redact(text: str, config: ModelConfig) -> str:
+    """`text` without the credential it was fetched with.
+
+    A model that saw the key in a transcript (`export ANTHROPIC_API_KEY=...`) can quote it in
+    its analysis or in a key point, and everything the learner takes from a reply is written to
+    the log (often committed with the project) and injected into later sessions.
+    """
+    for secret in (config.api_key, config.auth_token):
+        if secret and len(secret) >= 8 and secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+def _reply_text(reply: Any) -> str:
+    """The text blocks of a reply, joined; blocks that are not text (or whose text is not a string) are ignored."""
+    content = getattr(reply, "content", None)
+    if not isinstance(content, list):
+        raise ModelError(f"the model's reply has no content list ({type(content).__name__})")
+    return "".join(text for block in content
+                   if getattr(block, "type", "") == "text" and isinstance(text := getattr(block, "text", None), str))
 
 
 def render_messages(messages: Sequence[Any]) -> str:
@@ -128,8 +158,13 @@ def _playbook_text(playbook: dict) -> str:
     return format_playbook(playbook) or "(the playbook is empty)"
 
 
-async def reflect(messages: Sequence[Any], playbook: dict, cited_ids: Sequence[str], config: ModelConfig) -> dict:
-    """The reflector's analysis and tags. Raises ModelError when the reply holds no JSON object."""
+async def reflect(messages: Sequence[Any], playbook: dict, cited_ids: Sequence[str], config: ModelConfig,
+                  as_given: bool = False) -> dict:
+    """The reflector's analysis and tags. Raises ModelError when the reply holds no JSON object.
+
+    With `as_given`, `bullet_tags` is what the reply holds, whatever its type (the learner has
+    Evaluate record a value that is not a list, rather than drop it unseen).
+    """
     prompt = load_template("reflector.txt").format(
         playbook=_playbook_text(playbook), cited_ids=", ".join(cited_ids) or "(none)",
         trajectories=render_messages(messages),
@@ -140,19 +175,28 @@ async def reflect(messages: Sequence[Any], playbook: dict, cited_ids: Sequence[s
     analysis = data.get("analysis", "")
     tags = data.get("bullet_tags", [])
     return {"analysis": analysis if isinstance(analysis, str) else json.dumps(analysis),
-            "bullet_tags": tags if isinstance(tags, list) else []}
+            "bullet_tags": tags if isinstance(tags, list) or as_given else []}
 
 
-async def curate(reflector_output: dict, playbook: dict, config: ModelConfig) -> dict:
-    """The curator's reasoning and operations. Raises ModelError when the reply holds no JSON object."""
+async def curate(reflector_output: dict, playbook: dict, config: ModelConfig, as_given: bool = False) -> dict:
+    """The curator's reasoning and operations. Raises ModelError when the reply holds no JSON object.
+
+    With `as_given`, `operations` is what the reply holds, whatever its type: the learner hands it
+    to ApplyOperations, which records one that is not a list (a lone operation object, a string)
+    as skipped; `parse_curator_reply` would have made it [] without a trace.
+    """
     prompt = load_template("curator.txt").format(
         reflector_output=json.dumps(reflector_output, ensure_ascii=False, indent=2),
         playbook=_playbook_text(playbook),
     )
     text = await complete(prompt, config)
-    if extract_json(text) is None:
+    data = extract_json(text)
+    if data is None:
         raise ModelError("the curator's reply holds no JSON object")
-    return parse_curator_reply(text)
+    curation = parse_curator_reply(text)
+    if as_given:
+        curation["operations"] = data.get("operations", [])
+    return curation
 
 
 async def run_reflector(messages: Sequence[Any], playbook: dict, cited_ids: Sequence[str]) -> dict:

@@ -22,11 +22,17 @@ def _loads(text: str) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
-def _balanced(text: str, start: int) -> str | None:
-    """The `{...}` starting at `start`, matching braces outside JSON strings."""
+def _balanced(text: str, start: int, budget: list[int] | None = None) -> str | None:
+    """The `{...}` starting at `start`, matching braces outside JSON strings.
+
+    `budget` ([characters left]) is shared by the scans of one reply and spent here; None once it is gone.
+    """
     depth = 0
     in_string = escaped = False
-    for index in range(start, len(text)):
+    end = len(text) if budget is None else min(len(text), start + max(budget[0], 0))
+    if budget is not None:
+        budget[0] -= end - start
+    for index in range(start, end):
         char = text[index]
         if in_string:
             if escaped:
@@ -55,10 +61,14 @@ def extract_json(text: Any) -> dict | None:
         if match and (value := _loads(match.group(1).strip())) is not None:
             return value
     start = text.find("{")
+    # Each start is scanned to its closing brace: `{"a":{"a":...` 100k deep cost 64 scans of the
+    # whole reply (seconds of a learner's time for 600 KB). A reply gets a few passes' worth of
+    # scanning in all, plenty for prose around a JSON object.
+    budget = [4 * len(text) + 65536]
     for _ in range(_MAX_BRACE_STARTS):
         if start < 0:
             break
-        candidate = _balanced(text, start)
+        candidate = _balanced(text, start, budget)
         if candidate is None:
             break
         if (value := _loads(candidate)) is not None:

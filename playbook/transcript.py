@@ -259,17 +259,32 @@ def _message(record: dict[str, Any], subagent: bool) -> Message | None:
 # -- the public functions --------------------------------------------------------
 
 
+def _nonblocking(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NONBLOCK)
+
+
 def _open(path: Path) -> Any:
+    # Opened with O_NONBLOCK, then checked with fstat: opening a FIFO for reading blocks until a
+    # writer appears (forever, for a learner in the background), and a character device
+    # (/dev/zero) never ends. Only a regular file is a transcript; the flag changes nothing for one.
     try:
-        info = os.stat(path)
-        if stat.S_ISDIR(info.st_mode):
-            raise TranscriptError(f"cannot read transcript {path}: it is a directory")
-        return open(path, "rb")  # noqa: SIM115 - closed by the caller
-    except TranscriptError:
-        raise
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
+        handle = open(path, "rb", opener=_nonblocking)  # noqa: SIM115 - closed by the caller
+    except IsADirectoryError as exc:
+        raise TranscriptError(f"cannot read transcript {path}: it is a directory") from exc
+    except (OSError, ValueError) as exc:  # ValueError: an embedded NUL byte
+        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
         raise TranscriptError(f"cannot read transcript {path}: {reason}") from exc
+    try:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise TranscriptError(f"cannot read transcript {path}: not a regular file")
+        os.set_blocking(handle.fileno(), True)
+    except OSError as exc:
+        handle.close()
+        raise TranscriptError(f"cannot read transcript {path}: {exc.strerror or type(exc).__name__}") from exc
+    except BaseException:
+        handle.close()
+        raise
+    return handle
 
 
 def read_transcript(path: str | os.PathLike[str], start_line: int = 0, max_line_bytes: int = 1_000_000) -> Transcript:

@@ -24,6 +24,22 @@ def run_hook_command(command: str, stdin: bytes, project: Path, **env: str) -> s
                           timeout=60)
 
 
+@pytest.fixture(autouse=True)
+def home(tmp_path, monkeypatch) -> Path:
+    """A temporary HOME for the hooks (inherited by run_hook_command): the learning hooks take
+    transcripts only under ~/.claude, and the user's own playbook.settings.json stays out of it."""
+    home = tmp_path / "home"
+    (home / ".claude" / "projects" / "-proj").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    return home
+
+
+def claude_transcript(home: Path, name: str = "t.jsonl") -> Path:
+    """Where Claude Code writes a session's transcript: under ~/.claude/projects/<slug>/."""
+    return home / ".claude" / "projects" / "-proj" / name
+
+
 @pytest.fixture
 def project(tmp_path) -> Path:
     (tmp_path / "proj").mkdir()
@@ -93,8 +109,8 @@ def test_a_missing_transcript_is_one_clear_line_and_nothing_is_recorded(project,
     assert not (project / ".claude" / "playbook.events.jsonl").exists()
 
 
-def test_session_end_is_off_by_default_and_records_a_request_when_enabled(project, tmp_path):
-    transcript = tmp_path / "t.jsonl"
+def test_session_end_is_off_by_default_and_records_a_request_when_enabled(project, home):
+    transcript = claude_transcript(home)
     transcript.write_text('{"type":"user","message":{"role":"user","content":"hi"}}\n')
     stdin = json.dumps({"hook_event_name": "SessionEnd", "reason": "prompt_input_exit", "session_id": "s-1",
                         "transcript_path": str(transcript)}).encode()
@@ -166,11 +182,11 @@ def test_cli_install_and_uninstall_in_a_project(tmp_path):
 
 
 @pytest.mark.parametrize("event", ["SessionStart", "SessionEnd", "PreCompact", "SubagentStop"])
-def test_an_unwritable_project_gives_one_line_and_exit_0(tmp_path, event):
+def test_an_unwritable_project_gives_one_line_and_exit_0(tmp_path, home, event):
     project = tmp_path / "p"
     project.mkdir()
     (project / ".claude").write_text("a file where the directory should be")
-    transcript = tmp_path / "t.jsonl"
+    transcript = claude_transcript(home)
     transcript.write_text('{"type":"user","message":{"role":"user","content":"hi"}}\n')
     stdin = json.dumps({"hook_event_name": event, "reason": "other", "session_id": "s",
                         "transcript_path": str(transcript), "agent_transcript_path": str(transcript)}).encode()
@@ -181,3 +197,4 @@ def test_an_unwritable_project_gives_one_line_and_exit_0(tmp_path, event):
         assert result.stdout == b"" and result.stderr == b""
     else:
         assert result.stderr.count(b"\n") == 1 and result.stderr.startswith(b"playbook:")
+        assert b"outside" not in result.stderr  # the transcript was accepted: the failure is the project's

@@ -206,16 +206,20 @@ def test_a_killed_learner_leaves_the_request_pending_and_learn_pending_finishes_
 
 
 def test_parallel_subagents_finishing_together_all_land(project, tmp_path, monkeypatch):
+    # The hooks take transcripts only under Claude Code's configuration directory.
+    config_dir = tmp_path / "claude-config"
+    subagents = config_dir / "projects" / "-project" / "session" / "subagents"
+    subagents.mkdir(parents=True)
     paths = []
     for index in range(4):
-        path = tmp_path / f"agent-{index}.jsonl"
+        path = subagents / f"agent-{index}.jsonl"
         path.write_text(json.dumps({"type": "user", "message": {"role": "user", "content": f"task {index}"}}) + "\n"
                         + json.dumps({"type": "assistant", "message": {"role": "assistant", "content": [
                             {"type": "text", "text": f"done {index} [pat-001]"}]}}) + "\n")
         paths.append(path)
     with FakeAnthropic(models()) as api:
         env = {**os.environ, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": SECRET,
-               "CLAUDE_PROJECT_DIR": str(project)}
+               "CLAUDE_PROJECT_DIR": str(project), "CLAUDE_CONFIG_DIR": str(config_dir)}
         hooks = [subprocess.Popen([sys.executable, "-m", "playbook", "hook", "SubagentStop"], env=env,
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
                  for _ in paths]
