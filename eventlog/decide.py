@@ -99,6 +99,8 @@ class ImportLegacy(msgspec.Struct, frozen=True):
     data: Any
     path: str
     genesis: bool = True
+    kept_at: str | None = None
+    """Where the file's original bytes were kept, when the import replaces it."""
 
 
 class RecordUnreadableFile(msgspec.Struct, frozen=True):
@@ -384,12 +386,12 @@ def _prune(d: _Decision, command: Prune) -> None:
 # --- import and whole-content changes -----------------------------------------------------------
 
 
-def import_events(normalized: NormalizedPlaybook, path: str, genesis: bool) -> list[Event]:
+def import_events(normalized: NormalizedPlaybook, path: str, genesis: bool, kept_at: str | None = None) -> list[Event]:
     events: list[Event] = [
         PlaybookImported(
             path=path, file_format=normalized.file_format, version=normalized.version,
             last_updated=normalized.last_updated, genesis=genesis, entries=len(normalized.entries),
-            ignored_key_points=normalized.ignored_key_points,
+            ignored_key_points=normalized.ignored_key_points, moved_aside=kept_at,
         )
     ]
     for entry in normalized.entries:
@@ -410,7 +412,7 @@ def _import_legacy(d: _Decision, command: ImportLegacy) -> None:
     if not command.genesis:
         # Into a live log, an imported name must not collide with an existing one.
         normalized = _rename_for(d.state, normalized)
-    for event in import_events(normalized, command.path, command.genesis):
+    for event in import_events(normalized, command.path, command.genesis, command.kept_at):
         d.emit(event)
 
 

@@ -136,7 +136,7 @@ def split_hash(line: bytes) -> tuple[bytes, int] | None:
         return None
 
 
-def _decode_line(line: bytes) -> TransactionCommitted | Event | UnknownRecord:
+def decode_line(line: bytes) -> TransactionCommitted | Event | UnknownRecord:
     """Decode one line; a well-formed record of a type this version does not know is an UnknownRecord."""
     try:
         return record_decoder.decode(line)
@@ -280,7 +280,7 @@ class LogReader:
                 line_offset = offset
                 offset += len(raw) + 1
                 try:
-                    record = _decode_line(raw)
+                    record = decode_line(raw)
                 except _DECODE_ERRORS as exc:
                     if damage is None:
                         damage = (line_no, line_offset, f"undecodable record: {exc}")

@@ -24,6 +24,7 @@ from eventlog.events import (
 )
 
 from .project import claude_dir
+from .safe_text import clean
 
 
 def is_diagnostic_mode() -> bool:
@@ -40,7 +41,8 @@ def save_diagnostic(content: str, name: str) -> Path:
 
 
 def warn(message: str) -> None:
-    print(f"playbook: {message}", file=sys.stderr)
+    """One line on stderr; ids and texts from a model are escaped, never printed raw."""
+    print(f"playbook: {clean(message)}", file=sys.stderr)
 
 
 def _short(text: str) -> str:

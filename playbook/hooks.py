@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 from eventlog.errors import PlaybookError
 
 from .project import repository
+from .safe_text import clean
 from .settings import load_settings
 
 MAX_STDIN = 1 << 20
@@ -81,19 +81,12 @@ def _is_under(path: str, directory: str) -> bool:
     return resolved.startswith(os.path.join(directory, ""))
 
 
-# Control characters, DEL, C1 controls, line separators, bidi controls and lone surrogates: a path or
-# message from the hook input must not add lines to stderr or reach the terminal as escape sequences.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-
-
-def _escape(match: re.Match) -> str:
-    code = ord(match.group())
-    return repr(match.group())[1:-1] if code < 0x100 else f"\\u{code:04x}"
-
-
 def _shown(text: str) -> str:
-    """`text` on one line, with every unsafe character written as an escape (repr-style)."""
-    return _UNSAFE.sub(_escape, text)
+    """`text` on one line with every unsafe character escaped: a path or message from the hook input
+    must not add lines to stderr or reach the terminal as escape sequences."""
+    return clean(text)
+
+
 
 
 def _string(payload: dict, key: str) -> str | None:

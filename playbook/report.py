@@ -48,6 +48,7 @@ from eventlog.events import (
 from projections.timeline import Diff, HistoryItem
 
 from .audit import Imported, PointState, Reverted, Selected, Stats, tag_of
+from .safe_text import clean
 
 WIDTH = 80
 LABEL = 10  # width of the label column of log blocks
@@ -93,24 +94,6 @@ class Style:
 # --- text from the log --------------------------------------------------------------------------------
 
 # C0 and C1 controls, DEL, line/paragraph separators, bidi controls, lone surrogates.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _escape(match: re.Match) -> str:
-    ch = match.group()
-    if ch in _NAMED:
-        return _NAMED[ch]
-    code = ord(ch)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def clean(value: Any) -> str:
-    """`value` as text that is safe to print: every control character escaped, repr-style."""
-    text = value if isinstance(value, str) else str(value)
-    return _UNSAFE.sub(_escape, text)
-
-
 def one_line(value: Any) -> str:
     """Prose (an analysis, a reasoning) on one line: whitespace runs become one space, then `clean`."""
     text = value if isinstance(value, str) else str(value)

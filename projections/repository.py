@@ -163,7 +163,8 @@ class PlaybookRepository:
             if found is None or (found.snapshot is not None and found.snapshot.log.offset == 0):
                 return PlaybookState(), Position()  # nothing yet, or our own empty projection
             data = msgspec.to_builtins(found.snapshot) if found.snapshot is not None else found.data
-            return self._commit([ImportLegacy(data=data, path=path, genesis=True)],
+            kept = self._keep_original()
+            return self._commit([ImportLegacy(data=data, path=path, genesis=True, kept_at=kept)],
                                 Cause(source="import", note="playbook.json found without a log"))
         if found is not None and found.snapshot is None:
             return self._import_manual_edit(found)
@@ -203,6 +204,17 @@ class PlaybookRepository:
         if not hash_at(self.store.path, position):
             return None
         return fold_log(self.store.path, PlaybookState(), until=position.offset)[0]
+
+    def _keep_original(self) -> str | None:
+        """Copy the file about to be imported, byte for byte: the projection will replace it, and
+        what it held beyond the playbook (unknown keys, odd values) must not be lost."""
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+        target = self.snapshot_path.with_name(f"{self.snapshot_path.name}.legacy-{stamp}")
+        try:
+            write_atomically(target, self.snapshot_path.read_bytes())
+        except OSError as exc:
+            raise StorageError(f"cannot keep a copy of {self.snapshot_path}: {exc.strerror or exc}") from exc
+        return target.name
 
     def _set_aside(self, found: ReadSnapshot) -> str | None:
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")

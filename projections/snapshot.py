@@ -8,6 +8,7 @@ a snapshot whose digest no longer matches was edited by hand.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -109,12 +110,19 @@ def read_snapshot(path: Path) -> ReadSnapshot | None:
         snapshot = _decoder.decode(raw)
         if snapshot.log is not None and snapshot.log.digest == _digest(snapshot):
             return ReadSnapshot(snapshot=snapshot)
-    except (msgspec.ValidationError, msgspec.DecodeError):
+    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         pass
     try:
         return ReadSnapshot(data=msgspec.json.decode(raw))
-    except msgspec.DecodeError as exc:
-        return ReadSnapshot(error=f"{path} is not JSON: {exc}")
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
+        error = exc
+    try:
+        # What Python's json reads and msgspec does not (a byte-order mark, NaN), if it can be written back.
+        data = json.loads(raw.decode("utf-8-sig"))
+        msgspec.json.encode(data)
+        return ReadSnapshot(data=data)
+    except (ValueError, RecursionError, TypeError):
+        return ReadSnapshot(error=f"{path} is not JSON: {str(error).splitlines()[0][:200]}")
 
 
 def state_of(snapshot: SnapshotFile) -> tuple[PlaybookState, Position]:

@@ -40,7 +40,7 @@ from eventlog.events import (
     record_decoder,
 )
 from eventlog.evolve import apply_transaction
-from eventlog.store import LogReader, Position, Transaction, hash_at, running_after, split_hash
+from eventlog.store import LogReader, Position, Transaction, decode_line, hash_at, running_after, split_hash
 
 from . import checkpoints
 from .checkpoints import CHECKPOINT_DIR
@@ -189,8 +189,15 @@ def read_transaction(path: Path, ref: CommitRef) -> Transaction:
     with open(path, "rb") as handle:
         handle.seek(ref.start.offset)
         data = handle.read(ref.end.offset - ref.start.offset)
-    records = record_decoder.decode_lines(data)
-    return Transaction(events=records[:-1], commit=records[-1], start=ref.start, end=ref.end)
+    return Transaction(events=(records := _records(data))[:-1], commit=records[-1], start=ref.start, end=ref.end)
+
+
+def _records(data: bytes) -> list:
+    """The records of whole lines; a type this version does not know (a newer one's) is an UnknownRecord."""
+    try:
+        return record_decoder.decode_lines(data)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return [decode_line(line) for line in data.splitlines()]
 
 
 class Timeline:
@@ -457,8 +464,8 @@ def _transaction_around(handle, offset: int) -> Transaction | None:
             break
     data = data[: end + 1]
     try:
-        records = record_decoder.decode_lines(data)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+        records = _records(data)
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
         return None
     commit = records[-1]
     first = records[0].seq if len(records) > 1 else commit.seq
