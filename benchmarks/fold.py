@@ -429,7 +429,8 @@ def _short(type_name: str) -> str:
     return type_name.replace("KeyPoints", "").replace("KeyPoint", "").replace("Operation", "")
 
 
-def bench_fold(table: Table, root: Path, size: int, reps: int, memory: bool) -> None:
+def bench_fold(table: Table, root: Path, size: int, reps: int, memory: bool) -> dict[str, Any]:
+    """Adds its rows to `table`; returns the figures (events/s, ratio, peak MB when `memory`)."""
     path = root / f"log-{size}.jsonl"
     info = write_log(path, size)
     mix = ", ".join(f"{_short(k)} {v / info.events:.0%}" for k, v in sorted(info.mix.items(), key=lambda kv: -kv[1]))
@@ -455,13 +456,18 @@ def bench_fold(table: Table, root: Path, size: int, reps: int, memory: bool) -> 
     ratio, cpu_ratio = wall[best] / wall["fold"], cpu[best] / cpu["fold"]
     table.row("fold / raw decode", f"{ratio:.2f}x",
               f"CPU time: {cpu_ratio:.2f}x; target >= 0.5x: {'met' if ratio >= 0.5 else 'NOT met'}")
+    figures: dict[str, Any] = {"events": info.events, "bytes": info.bytes, "transactions": info.transactions,
+                               "fold_eps": info.events / wall["fold"], "raw_eps": info.events / wall[best],
+                               "raw": best, "ratio": ratio, "cpu_ratio": cpu_ratio, "reps": reps}
     if memory:
         base = child_peak_rss_mb(None)
         peak = child_peak_rss_mb(path)
         table.row("peak RSS, fresh child that imports eventlog", f"{base:.1f} MB")
         table.row("peak RSS, fresh child that folds this log", f"{peak:.1f} MB",
                   f"the fold's own cost: {peak - base:+.1f} MB; target < 150 MB: {'met' if peak < 150 else 'NOT met'}")
+        figures |= {"peak_mb": peak, "base_mb": base}
     path.unlink()
+    return figures
 
 
 def _append_10_adds(claude_dir: Path, tag: str) -> float:
@@ -493,7 +499,8 @@ def _count_fsyncs(fn: Callable[[], Any]) -> int:
     return calls
 
 
-def bench_append(table: Table, root: Path, appends: int, seed_events: int) -> None:
+def bench_append(table: Table, root: Path, appends: int, seed_events: int) -> dict[str, Any]:
+    """Adds its rows to `table`; returns the figures in seconds (p50 / p99, steady and in a row)."""
     from projections.snapshot import write_atomically
 
     steady_dir, growing_dir = root / "steady" / ".claude", root / "growing" / ".claude"
@@ -536,6 +543,10 @@ def bench_append(table: Table, root: Path, appends: int, seed_events: int) -> No
     table.row("append p99, in a row", _ms(_percentile(growing, 99)), f"max {_ms(max(growing))}")
     table.row("write 1.5 KB + fsync, p50 (disk floor)", _ms(_percentile(floor, 50)),
               f"p99 {_ms(_percentile(floor, 99))}; an append calls fsync {fsyncs} times")
+    return {"appends": appends, "entries": entries, "seed_events": seed_events, "fsyncs": fsyncs,
+            "steady_p50": _percentile(steady, 50), "steady_p99": _percentile(steady, 99),
+            "growing_p50": _percentile(growing, 50), "growing_p99": _percentile(growing, 99),
+            "fsync_p50": _percentile(floor, 50), "fsync_p99": _percentile(floor, 99)}
 
 
 def bench_fresh(table: Table, root: Path, calls: int) -> None:

@@ -47,53 +47,69 @@ def timed(command: str | list[str], stdin: bytes, env: dict[str, str], cwd: Path
     return times
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=40)
-    parser.add_argument("--entries", type=int, default=500)
-    args = parser.parse_args(argv)
+BARE = "python -c pass (same interpreter)"
+BARE_S = "python -S -c pass"
+MODULE_START = "python -m playbook hook SessionStart"
+SESSION_END = "SessionEnd hook (learning on): time to return"
+
+
+def session_start_name(entries: int) -> str:
+    return f"SessionStart hook as installed ({entries} entries)"
+
+
+def measure(runs: int = 40, entries: int = 500) -> dict[str, list[float]]:
+    """Seconds per run of each command (interleaved run by run), by name; the first is the bare interpreter."""
     with tempfile.TemporaryDirectory(prefix="bench-hooks-") as tmp:
         project = Path(tmp) / "project"
         project.mkdir()
-        seed(project, args.entries)
-        transcript = Path(tmp) / "session.jsonl"
+        seed(project, entries)
+        # Learning hooks read transcripts only from Claude Code's configuration directory.
+        config = Path(tmp) / "claude"
+        transcript = config / "projects" / "bench" / "session.jsonl"
+        transcript.parent.mkdir(parents=True)
         transcript.write_text(json.dumps({"type": "user", "message": {"role": "user", "content": "hi"}}) + "\n")
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "AGENTIC_CONTEXT_"))}
-        env |= {"CLAUDE_PROJECT_DIR": str(project)}
+        env |= {"CLAUDE_PROJECT_DIR": str(project), "CLAUDE_CONFIG_DIR": str(config)}
         start_in = json.dumps({"hook_event_name": "SessionStart", "source": "startup", "session_id": "b"}).encode()
         end_in = json.dumps({"hook_event_name": "SessionEnd", "reason": "prompt_input_exit", "session_id": "b",
                              "transcript_path": str(transcript)}).encode()
         python = sys.executable
         output = subprocess.run(hook_command("SessionStart"), shell=True, input=start_in, env=env, cwd=project,
                                 capture_output=True, check=True).stdout
-        assert len(output) > args.entries * 50, "the SessionStart hook printed no playbook"
-        rows: list[tuple[str, list[float]]] = []
+        assert len(output) > entries * 50, "the SessionStart hook printed no playbook"
         # Interleave the commands run by run, so the machine's noise hits them alike.
         commands = [
-            ("python -c pass (same interpreter)", [python, "-c", "pass"], b"", env),
-            ("python -S -c pass", [python, "-S", "-c", "pass"], b"", env),
-            (f"SessionStart hook as installed ({args.entries} entries)", hook_command("SessionStart"), start_in, env),
-            ("python -m playbook hook SessionStart", f'"{python}" -m playbook hook SessionStart', start_in, env),
-            ("SessionEnd hook (learning on): time to return", hook_command("SessionEnd"), end_in,
-             env | {"PLAYBOOK_UPDATE_ON_EXIT": "1"}),
+            (BARE, [python, "-c", "pass"], b"", env),
+            (BARE_S, [python, "-S", "-c", "pass"], b"", env),
+            (session_start_name(entries), hook_command("SessionStart"), start_in, env),
+            (MODULE_START, f'"{python}" -m playbook hook SessionStart', start_in, env),
+            (SESSION_END, hook_command("SessionEnd"), end_in, env | {"PLAYBOOK_UPDATE_ON_EXIT": "1"}),
         ]
         samples: dict[str, list[float]] = {name: [] for name, *_ in commands}
-        for _ in range(args.runs):
+        for _ in range(runs):
             for name, command, stdin, environment in commands:
                 samples[name] += timed(command, stdin, environment, project, 1)
-        rows = list(samples.items())
-        bare = statistics.median(samples[commands[0][0]])
-        print(f"python {sys.version.split()[0]} at {python}; {args.runs} runs each, interleaved")
-        for name, times in rows:
-            median = statistics.median(times)
-            p90 = sorted(times)[int(0.9 * (len(times) - 1))]
-            print(f"  {name:<52} median {median * 1000:7.1f} ms   p90 {p90 * 1000:7.1f} ms"
-                  f"   vs -c pass {1000 * (median - bare):+7.1f} ms")
-        injection = statistics.median(samples[commands[2][0]]) - bare
-        session_end = statistics.median(samples[commands[4][0]])
-        print(f"  targets: SessionStart at most 25 ms above -c pass: {injection * 1000:+.1f} ms "
-              f"({'met' if injection <= 0.025 else 'NOT met'}); SessionEnd under 300 ms: "
-              f"{session_end * 1000:.0f} ms ({'met' if session_end < 0.3 else 'NOT met'})")
+        return samples
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--entries", type=int, default=500)
+    args = parser.parse_args(argv)
+    samples = measure(args.runs, args.entries)
+    bare = statistics.median(samples[BARE])
+    print(f"python {sys.version.split()[0]} at {sys.executable}; {args.runs} runs each, interleaved")
+    for name, times in samples.items():
+        median = statistics.median(times)
+        p90 = sorted(times)[int(0.9 * (len(times) - 1))]
+        print(f"  {name:<52} median {median * 1000:7.1f} ms   p90 {p90 * 1000:7.1f} ms"
+              f"   vs -c pass {1000 * (median - bare):+7.1f} ms")
+    injection = statistics.median(samples[session_start_name(args.entries)]) - bare
+    session_end = statistics.median(samples[SESSION_END])
+    print(f"  targets: SessionStart at most 25 ms above -c pass: {injection * 1000:+.1f} ms "
+          f"({'met' if injection <= 0.025 else 'NOT met'}); SessionEnd under 300 ms: "
+          f"{session_end * 1000:.0f} ms ({'met' if session_end < 0.3 else 'NOT met'})")
     return 0
 
 

@@ -108,31 +108,36 @@ def run(claude_dir: Path, *args: str) -> tuple[float, float, str]:
     return float(out[0]), float(out[1]), out[2]
 
 
+def measure(events: int, keep: str | None = None, say=print) -> list[tuple[str, tuple[float, float, str]]]:
+    """Generate a log of `events` events and time each query in a fresh process: (name, (seconds, peak MB, result))."""
+    with tempfile.TemporaryDirectory(prefix="bench-timeline-") as tmp:
+        claude_dir = Path(keep or tmp) / ".claude"
+        claude_dir.mkdir(parents=True, exist_ok=True)
+        log = claude_dir / "playbook.events.jsonl"
+        started = time.perf_counter()
+        last = generate(log, events)
+        say(f"generated {events:,} events ({last:,} lines, {log.stat().st_size / 2**20:.0f} MiB) "
+            f"in {time.perf_counter() - started:.1f} s")
+        middle = str(last // 2)
+        rows = [("show --at (middle), no checkpoints at all", run(claude_dir, "show-at", middle))]
+        started = time.perf_counter()
+        PlaybookRepository(claude_dir).rebuild()  # what appends and rebuilds leave behind: checkpoints
+        say(f"playbook rebuild (snapshot and checkpoints): {time.perf_counter() - started:.1f} s")
+        rows += [("show --at (middle), with checkpoints", run(claude_dir, "show-at", middle)),
+                 ("show --at (a third in), with checkpoints", run(claude_dir, "show-at", str(last // 3))),
+                 ("history pat-001", run(claude_dir, "history")),
+                 ("log -n 20", run(claude_dir, "newest"))]
+        return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--keep", help="generate into this directory and keep it")
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="bench-timeline-") as tmp:
-        claude_dir = Path(args.keep or tmp) / ".claude"
-        claude_dir.mkdir(parents=True, exist_ok=True)
-        log = claude_dir / "playbook.events.jsonl"
-        started = time.perf_counter()
-        last = generate(log, args.events)
-        print(f"generated {args.events:,} events ({last:,} lines, {log.stat().st_size / 2**20:.0f} MiB) "
-              f"in {time.perf_counter() - started:.1f} s")
-        middle = str(last // 2)
-        rows = [("show --at (middle), no checkpoints at all", run(claude_dir, "show-at", middle))]
-        started = time.perf_counter()
-        PlaybookRepository(claude_dir).rebuild()  # what appends and rebuilds leave behind: checkpoints
-        print(f"playbook rebuild (snapshot and checkpoints): {time.perf_counter() - started:.1f} s")
-        rows += [("show --at (middle), with checkpoints", run(claude_dir, "show-at", middle)),
-                 ("show --at (a third in), with checkpoints", run(claude_dir, "show-at", str(last // 3))),
-                 ("history pat-001", run(claude_dir, "history")),
-                 ("log -n 20", run(claude_dir, "newest"))]
-        for name, (seconds, peak, result) in rows:
-            verdict = "met" if seconds < 1 and peak < 200 else "NOT met"
-            print(f"  {name:<46} {seconds * 1000:8.0f} ms   peak {peak:6.1f} MB   ({result})  target <1 s, <200 MB: {verdict}")
+    for name, (seconds, peak, result) in measure(args.events, args.keep):
+        verdict = "met" if seconds < 1 and peak < 200 else "NOT met"
+        print(f"  {name:<46} {seconds * 1000:8.0f} ms   peak {peak:6.1f} MB   ({result})  target <1 s, <200 MB: {verdict}")
     return 0
 
 

@@ -111,6 +111,7 @@ class PlaybookRepository:
     def rebuild(self) -> Position:
         """Rewrite playbook.json and the checkpoints from the whole log."""
         with self.store.locked():
+            self._housekeep()  # a hand edit or an unreadable file is taken in first, never overwritten
             state, position = PlaybookState(), Position()
             directory = self.claude_dir / checkpoints.CHECKPOINT_DIR
             checkpoints.clear(directory)

@@ -307,3 +307,16 @@ def test_temporary_files_of_a_writer_killed_mid_replace_are_removed_by_the_next(
     keep.write_text("x")
     repo.append(ops({"type": "ADD", "text": "b"}), CAUSE)
     assert not any(path.exists() for path in left) and keep.exists()
+
+
+def test_rebuild_takes_in_a_hand_edit_instead_of_overwriting_it(project, repo):
+    repo.append(ops({"type": "ADD", "text": "original"}), CAUSE)
+    data = json.loads(repo.snapshot_path.read_text())
+    data["sections"]["OTHERS"][0]["text"] = "edited by hand"
+    repo.snapshot_path.write_text(json.dumps(data))
+    repo.rebuild()
+    assert json.loads(repo.snapshot_path.read_text())["sections"]["OTHERS"][0]["text"] == "edited by hand"
+    assert list(repo.store.read())[-1].commit.source == "manual_edit"
+    repo.snapshot_path.write_text("{not json")
+    repo.rebuild()
+    assert list(repo.claude_dir.glob("playbook.json.unreadable-*"))

@@ -1,0 +1,302 @@
+"""Every benchmark of the project, and the crash and stress tests' counts, in one table.
+
+    python -m benchmarks [--quick | --full] [--tmpdir DIR] [--skip-tests]
+
+Runs, in this order: the hook latencies (benchmarks/hooks.py), fold throughput against
+raw msgspec decoding and the fold's peak memory, append latency (benchmarks/fold.py),
+time travel, `history` and `log -n 20` on a long log (benchmarks/timeline.py), and
+`pytest -q tests/test_crash.py tests/test_stress.py` in a subprocess, whose counts are
+parsed. Progress goes to stderr; the table, one row per figure (what, figure, target,
+met / NOT met), to stdout.
+
+Sizes:   --quick   fold 100k events (2 reps), 50 appends, 10 hook runs, timeline 100k events,
+                   stress 2 s, 20 crash trials: well under two minutes;
+         default   fold 100k events (5 reps), 200 appends, 40 hook runs, timeline 100k events,
+                   the tests' own defaults (stress 4 s, 60 crash trials): a couple of minutes;
+         --full    fold and timeline on 1M events, stress 20 s, 150 crash trials.
+Exit status 0 when every target is met, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import xml.etree.ElementTree as ElementTree
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+TEST_FILES = ("tests/test_crash.py", "tests/test_stress.py")
+
+MODES: dict[str, dict[str, Any]] = {
+    "quick": {"fold_events": 100_000, "fold_reps": 2, "appends": 50, "hook_runs": 10, "timeline_events": 100_000,
+              "env": {"PLAYBOOK_STRESS_SECONDS": "2", "PLAYBOOK_CRASH_TRIALS": "20"}},
+    "default": {"fold_events": 100_000, "fold_reps": 5, "appends": 200, "hook_runs": 40, "timeline_events": 100_000,
+                "env": {}},
+    "full": {"fold_events": 1_000_000, "fold_reps": 5, "appends": 200, "hook_runs": 40,
+             "timeline_events": 1_000_000, "env": {"PLAYBOOK_STRESS_SECONDS": "20", "PLAYBOOK_CRASH_TRIALS": "150"}},
+}
+
+# Targets: those the issues set for the hooks, the fold and the timeline queries. Append latency has
+# none, so its rows are figures for context.
+HOOK_ABOVE_BARE_MS = 25.0
+SESSION_END_MS = 300.0
+FOLD_RATIO = 0.5
+FOLD_PEAK_MB = 150.0
+QUERY_SECONDS, QUERY_MB = 1.0, 200.0
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+class Report:
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, str, str, str]] = []
+        self.notes: list[str] = []
+
+    def row(self, what: str, figure: str, target: str = "", met: bool | None = None) -> None:
+        verdict = "-" if met is None else ("met" if met else "NOT met")
+        self.rows.append((what, figure, target or "-", verdict))
+        say(f"  {what}: {figure}   [{target or '-'}: {verdict}]")
+
+    def section(self, title: str) -> None:
+        self.rows.append((title, "", "", ""))
+
+    def failed(self, what: str, exc: BaseException) -> None:
+        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip().splitlines()[-1]
+        self.row(what, f"could not run: {detail[:90]}", "runs", False)
+        self.notes.append(f"{what}: {traceback.format_exc()}")
+
+    def all_met(self) -> bool:
+        return all(verdict != "NOT met" for _w, _f, _t, verdict in self.rows)
+
+    def render(self) -> str:
+        header = ("what", "figure", "target", "met?")
+        body = [r for r in self.rows if r[1]]
+        widths = [max(len(r[i]) for r in [header, *body]) for i in range(4)]
+        rule = "  ".join("-" * w for w in widths)
+        lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip(), rule]
+        for row in self.rows:
+            if not row[1]:
+                lines.append(row[0])
+                continue
+            lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+        return "\n".join(lines)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+def _count(n: int) -> str:
+    return f"{n / 1e6:g}M" if n >= 1_000_000 else f"{n // 1000}k" if n >= 1000 else str(n)
+
+
+# --- the benchmarks ----------------------------------------------------------------------------------------
+
+
+def hooks(report: Report, mode: dict[str, Any]) -> None:
+    from benchmarks import hooks as bench
+
+    entries, runs = 500, mode["hook_runs"]
+    say(f"hooks: {runs} runs of each command, interleaved, on a {entries}-entry playbook")
+    samples = bench.measure(runs, entries)
+    bare = statistics.median(samples[bench.BARE])
+    start = statistics.median(samples[bench.session_start_name(entries)])
+    end = statistics.median(samples[bench.SESSION_END])
+    report.section(f"hooks ({runs} runs each, {entries}-entry playbook; medians)")
+    report.row("SessionStart hook as installed, above `python -c pass`", f"{(start - bare) * 1000:+.1f} ms "
+               f"({_ms(start)} vs {_ms(bare)})", f"<= +{HOOK_ABOVE_BARE_MS:g} ms",
+               start - bare <= HOOK_ABOVE_BARE_MS / 1000)
+    report.row("SessionEnd hook (learning on), time to return", _ms(end), f"< {SESSION_END_MS:g} ms",
+               end < SESSION_END_MS / 1000)
+
+
+def fold_and_append(report: Report, mode: dict[str, Any], tmpdir: str | None) -> None:
+    from benchmarks import fold as bench
+
+    size, reps = mode["fold_events"], mode["fold_reps"]
+    table = bench.Table()  # the benchmark's own rows go to stderr as it runs
+    with tempfile.TemporaryDirectory(prefix="bench-all-", dir=tmpdir) as tmp:
+        say(f"fold: {size:,} events, {reps} repetitions")
+        try:
+            figures = bench.bench_fold(table, Path(tmp), size, reps, memory=True)
+        except Exception as exc:  # noqa: BLE001 - one broken benchmark must not lose the others' rows
+            report.failed(f"fold of {_count(size)} events", exc)
+        else:
+            report.section(f"fold ({figures['events']:,} events, {figures['bytes'] / 2**20:.0f} MiB; median of {reps})")
+            report.row("fold_log throughput (stream + hash chain + apply)", f"{figures['fold_eps']:,.0f} events/s",
+                       f">= {FOLD_RATIO:g} x raw decode", figures["ratio"] >= FOLD_RATIO)
+            report.row(f"raw msgspec decode ({figures['raw']})", f"{figures['raw_eps']:,.0f} events/s", "baseline")
+            report.row("fold / raw decode", f"{figures['ratio']:.2f}x (CPU time {figures['cpu_ratio']:.2f}x)",
+                       f">= {FOLD_RATIO:g}x", figures["ratio"] >= FOLD_RATIO)
+            report.row("peak RSS of a fresh process folding the log", f"{figures['peak_mb']:.1f} MB "
+                       f"(imports alone {figures['base_mb']:.1f} MB)", f"< {FOLD_PEAK_MB:g} MB",
+                       figures["peak_mb"] < FOLD_PEAK_MB)
+        appends = mode["appends"]
+        say(f"append: {appends} appends of 10 ADDs")
+        try:
+            figures = bench.bench_append(table, Path(tmp), appends, seed_events=5000)
+        except Exception as exc:  # noqa: BLE001
+            report.failed("append", exc)
+        else:
+            report.section(f"append (one transaction of 10 ADDs via PlaybookRepository.append, {appends} appends, "
+                           f"{figures['entries']}-entry playbook; {figures['fsyncs']} fsyncs each)")
+            # The issues set no target for append latency: these rows are figures, not verdicts.
+            report.row("append p50 (steady state)", _ms(figures["steady_p50"]), "context")
+            report.row("append p99 (steady state)", _ms(figures["steady_p99"]), "context")
+            report.row("append p50 / p99 (in a row, playbook growing)",
+                       f"{_ms(figures['growing_p50'])} / {_ms(figures['growing_p99'])}", "context")
+            report.row("disk floor: write 1.5 KB + fsync, p50 / p99",
+                       f"{_ms(figures['fsync_p50'])} / {_ms(figures['fsync_p99'])}", "context")
+
+
+def timeline(report: Report, mode: dict[str, Any]) -> None:
+    from benchmarks import timeline as bench
+
+    events = mode["timeline_events"]
+    say(f"timeline: {events:,} events")
+    rows = bench.measure(events, say=lambda text: say("  " + text))
+    report.section(f"time travel and audit on {events:,} events (each query in a fresh process)")
+    for name, (seconds, peak, _result) in rows:
+        if "no checkpoints" in name:  # a log copied without its checkpoints: appends and rebuilds write them
+            report.row(name, f"{seconds * 1000:.0f} ms, peak {peak:.0f} MB", "context")
+            continue
+        report.row(name, f"{seconds * 1000:.0f} ms, peak {peak:.0f} MB",
+                   f"< {QUERY_SECONDS:g} s, < {QUERY_MB:g} MB", seconds < QUERY_SECONDS and peak < QUERY_MB)
+
+
+# --- the crash and stress tests -------------------------------------------------------------------------------
+
+
+def _junit_counts(path: Path) -> dict[str, dict[str, int]]:
+    """Per test file: cases run, failed (failure or error), skipped."""
+    counts: dict[str, dict[str, int]] = {}
+    for case in ElementTree.parse(path).getroot().iter("testcase"):
+        module = (case.get("classname") or "").split(".")
+        name = "/".join(module[:2]) + ".py" if len(module) >= 2 else (case.get("file") or "?")
+        tally = counts.setdefault(name, {"run": 0, "failed": 0, "skipped": 0})
+        tags = {child.tag for child in case}
+        if "skipped" in tags:
+            tally["skipped"] += 1
+            continue
+        tally["run"] += 1
+        tally["failed"] += bool(tags & {"failure", "error"})
+    return counts
+
+
+def tests(report: Report, mode: dict[str, Any]) -> None:
+    present = [name for name in TEST_FILES if (ROOT / name).exists()]
+    missing = [name for name in TEST_FILES if name not in present]
+    report.section("crash and stress tests: pytest -q " + " ".join(TEST_FILES) + " (in a subprocess)")
+    for name in missing:
+        report.row(f"{name}", "file not found: not written yet, not run", "exists", False)
+    if not present:
+        return
+    env = {**os.environ, **mode["env"]}
+    with tempfile.TemporaryDirectory(prefix="bench-tests-") as tmp:
+        xml = Path(tmp) / "junit.xml"
+        command = [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider",
+                   "--hypothesis-show-statistics", f"--junitxml={xml}", *present]
+        say("tests: " + " ".join(command[2:]) + "".join(f" {k}={v}" for k, v in mode["env"].items()))
+        started = time.perf_counter()
+        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=3 * 3600)
+        took = time.perf_counter() - started
+        output = done.stdout + done.stderr
+        counts = _junit_counts(xml) if xml.exists() else {}
+    for name in present:
+        tally = counts.get(name)
+        if tally is None:
+            last = output.strip().splitlines()[-1:] or ["no output"]
+            report.row(f"{name}: test cases", f"no result (pytest exit {done.returncode}: {last[0][:60]})",
+                       "0 failed", False)
+            continue
+        skipped = f", {tally['skipped']} skipped" if tally["skipped"] else ""
+        report.row(f"{name}: test cases", f"{tally['run']} run, {tally['failed']} failed{skipped}", "0 failed",
+                   tally["failed"] == 0)
+    report.notes.append(f"pytest took {took:.0f} s (exit status {done.returncode})")
+
+    # What the tests print about their own trials.
+    crash = re.search(r"crash trials \(base seed (\d+)\): (\{.*\})", output)
+    if crash:
+        trial = ast.literal_eval(crash.group(2))
+        failed = counts.get("tests/test_crash.py", {}).get("failed", 0)
+        report.row("crash: writers SIGKILLed at random moments",
+                   f"{trial.get('trials', '?')} trials, {trial.get('torn_tails', '?')} torn tails, "
+                   f"{trial.get('acknowledged', '?')} acknowledged txs; failures: "
+                   f"{'none' if failed == 0 else 'see test cases'}", "every ack kept, log whole", failed == 0)
+        report.notes.append(f"crash trials (base seed {crash.group(1)}): {trial}")
+    elif "tests/test_crash.py" in present:
+        report.notes.append("tests/test_crash.py printed no 'crash trials' line (it did not reach its end?)")
+    stress = re.search(r"^stress: (\d+) processes for ([\d.]+) s .*?: (\d+) transactions.*$", output, re.M)
+    if stress:
+        failed = counts.get("tests/test_stress.py", {}).get("failed", 0)
+        report.row("stress: processes at once", f"{stress.group(1)} processes x {stress.group(2)} s: "
+                   f"{stress.group(3)} transactions", "nothing lost, doubled or half-read",
+                   failed == 0)
+        report.notes.append(stress.group(0))
+    for test, passing, failing in re.findall(
+            r"^(tests/\S+)::\S*?:\n(?:.*\n)*?\s*- (\d+) passing, (\d+) failing", output, re.M):
+        report.row(f"hypothesis examples: {test.split('/')[-1]}", f"{passing} passing, {failing} failing",
+                   "0 failing", failing == "0")
+    if done.returncode not in (0, 1):
+        report.notes.append("pytest output (tail):\n" + "\n".join(output.strip().splitlines()[-30:]))
+    elif done.returncode == 1:
+        failures = [line for line in output.splitlines() if line.startswith(("FAILED", "ERROR"))]
+        report.notes.append("failed: " + "; ".join(failures[:10]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="small sizes, few repetitions (a smoke run)")
+    size.add_argument("--full", action="store_true", help="1M-event logs, longer crash and stress runs")
+    parser.add_argument("--tmpdir", default=None, help="where the fold benchmark writes its logs")
+    parser.add_argument("--skip-tests", action="store_true", help="leave out the crash and stress tests")
+    args = parser.parse_args(argv)
+    name = "quick" if args.quick else "full" if args.full else "default"
+    mode = MODES[name]
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    import msgspec
+
+    started = time.perf_counter()
+    load = os.getloadavg()[0]
+    report = Report()
+    steps: list[tuple[str, Callable[[], None]]] = [
+        ("hooks", lambda: hooks(report, mode)),
+        ("fold and append", lambda: fold_and_append(report, mode, args.tmpdir)),
+        ("timeline", lambda: timeline(report, mode)),
+    ]
+    if not args.skip_tests:
+        steps.append(("tests", lambda: tests(report, mode)))
+    for title, step in steps:
+        try:
+            step()
+        except Exception as exc:  # noqa: BLE001 - the table still shows the rest
+            report.failed(title, exc)
+    total = time.perf_counter() - started
+    print(f"python -m benchmarks{' --' + name if name != 'default' else ''}: python {sys.version.split()[0]}, "
+          f"msgspec {msgspec.__version__}, {os.cpu_count()} CPUs, load average {load:.1f} at the start and "
+          f"{os.getloadavg()[0]:.1f} at the end; {total:.0f} s in all")
+    print()
+    print(report.render())
+    if report.notes:
+        print()
+        for note in report.notes:
+            print("note: " + note)
+    return 0 if report.all_met() else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
