@@ -27,6 +27,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
+from tests.logtools import transaction_after
 from eventlog.decide import AddNewKeyPoints, ApplyOperations, Evaluate, Prune, decide_all
 from eventlog.domain import PRUNE_RULE, SECTION_SLUGS, KeyPoint, PlaybookState, next_name
 from eventlog.events import (
@@ -45,11 +46,10 @@ from eventlog.events import (
     SectionReordered,
     SnapshotSetAside,
     TailRepaired,
-    TransactionCommitted,
     VersionSet,
 )
 from eventlog.evolve import evolve, fold
-from eventlog.store import LogReader, Position, encode_line, fold_log
+from eventlog.store import LogReader, Position, fold_log
 from playbook.api import apply_structured_operations, load_playbook, prune_harmful, update_playbook_data
 from projections.repository import LOG_NAME, SNAPSHOT_NAME, PlaybookRepository
 from projections.snapshot import render
@@ -668,21 +668,8 @@ class PlaybookMachine(RuleBasedStateMachine):
     @rule(data=st.data(), text=st.sampled_from(["torn a", "torn b"]), events=st.integers(1, 3))
     def torn_write(self, data, text, events):
         """A writer that died in the middle of its one write: a strict prefix of a valid transaction."""
-        state, position, _torn = fold_log(self.log, PlaybookState())
         self.torn_count += 1
-        tx, at = f"torn{self.torn_count:012d}", "2030-01-01T00:00:00.000000+00:00"
-        records = []
-        for index in range(events):
-            section = CANON[index % len(CANON)]
-            records.append(KeyPointAdded(seq=position.seq + index + 1, tx=tx, at=at, section=section,
-                                         name=next_name(state, section), text=f"{text} {index}", helpful=0,
-                                         harmful=0, origin="operation"))
-        records.append(TransactionCommitted(seq=position.seq + events + 1, tx=tx, at=at, events=events,
-                                            source="crashed"))
-        payload, previous = b"", int(position.hash, 16) if position.hash else 0
-        for record in records:
-            line, previous = encode_line(record, previous)
-            payload += line
+        payload = transaction_after(self.log, f"torn{self.torn_count:012d}", events, text)
         cut = data.draw(st.integers(1, len(payload) - 1), label="cut")
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log, "ab") as handle:

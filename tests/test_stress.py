@@ -48,8 +48,9 @@ from hypothesis import event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
+from tests.logtools import transaction_after
 from eventlog.decide import ApplyOperations, ReplaceContent, decide_all
-from eventlog.domain import SECTION_SLUGS, PlaybookState, next_name
+from eventlog.domain import SECTION_SLUGS, PlaybookState
 from eventlog.events import (
     Cause,
     CountersSet,
@@ -69,7 +70,7 @@ from eventlog.events import (
     TransactionCommitted,
 )
 from eventlog.evolve import apply_transaction, fold
-from eventlog.store import LogReader, Position, encode_line, fold_log
+from eventlog.store import LogReader, Position, fold_log
 from playbook import inject
 from projections import checkpoints
 from projections.injection import INJECTION_NAME, hook_output
@@ -669,22 +670,8 @@ class RevertMachine(RuleBasedStateMachine):
     @rule(data=st.data(), events=st.integers(1, 3))
     def crash(self, data, events):
         """A writer died in the middle of its one write: a strict prefix of a valid transaction."""
-        state, position, _torn = fold_log(self.log, PlaybookState())
         self.torn_count += 1
-        tx, at = f"torn{self.torn_count:012d}", "2030-01-01T00:00:00.000000+00:00"
-        records = []
-        for index in range(events):
-            section = SECTIONS[index % len(SECTIONS)]
-            name = next_name(state, section)
-            records.append(KeyPointAdded(seq=position.seq + index + 1, tx=tx, at=at, section=section, name=name,
-                                         text=f"torn {self.torn_count} {index}", helpful=0, harmful=0,
-                                         origin="operation"))
-        records.append(TransactionCommitted(seq=position.seq + events + 1, tx=tx, at=at, events=events,
-                                            source="crashed"))
-        payload, previous = b"", int(position.hash, 16) if position.hash else 0
-        for record in records:
-            line, previous = encode_line(record, previous)
-            payload += line
+        payload = transaction_after(self.log, f"torn{self.torn_count:012d}", events, f"torn {self.torn_count}")
         cut = data.draw(st.integers(1, len(payload) - 1), label="cut")
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log, "ab") as handle:
