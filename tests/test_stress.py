@@ -728,6 +728,7 @@ class RevertMachine(RuleBasedStateMachine):
         if self.snapshot == "edited":
             event("rebuild over a hand edit")
         position = self.repo.rebuild()
+        self._take_in()  # rebuild takes in a hand edit (or sets an unreadable file aside) before it folds
         assert position == self._end()
         self._written()
 
