@@ -48,7 +48,9 @@ class PlaybookRepository:
 
     def checkpoint(self) -> tuple[PlaybookState, Position]:
         """A trustworthy (state, position) to fold from: the snapshot when it is ours and matches the log."""
-        found = read_snapshot(self.snapshot_path)
+        return self._checkpoint_of(read_snapshot(self.snapshot_path))
+
+    def _checkpoint_of(self, found: ReadSnapshot | None) -> tuple[PlaybookState, Position]:
         if found is not None and found.snapshot is not None:
             state, position = state_of(found.snapshot)
             if position.offset <= self.store.size() and hash_at(self.store.path, position):
@@ -57,7 +59,9 @@ class PlaybookRepository:
 
     def is_fresh(self) -> bool:
         """True when playbook.json reflects the whole log: one stat and one small read."""
-        found = read_snapshot(self.snapshot_path)
+        return self._fresh(read_snapshot(self.snapshot_path))
+
+    def _fresh(self, found: ReadSnapshot | None) -> bool:
         return (
             found is not None and found.snapshot is not None and found.snapshot.log is not None
             and found.snapshot.log.offset == self.store.size()
@@ -71,18 +75,24 @@ class PlaybookRepository:
 
     def needs_housekeeping(self) -> bool:
         """True when something outside the log waits to be taken in, or the snapshot is stale."""
-        found = read_snapshot(self.snapshot_path)
+        return self._needs_housekeeping(read_snapshot(self.snapshot_path))
+
+    def _needs_housekeeping(self, found: ReadSnapshot | None) -> bool:
         if found is None:
             return self.store.exists()
-        return found.snapshot is None or not self.is_fresh()
+        return found.snapshot is None or not self._fresh(found)
 
     # --- writing --------------------------------------------------------------------------------
 
     def state(self) -> PlaybookState:
-        """The up-to-date state, after taking in anything waiting outside the log (writes when needed)."""
-        if not self.needs_housekeeping():
-            return self.current()[0]
-        return self.refresh()
+        """The up-to-date state, after taking in anything waiting outside the log (writes when needed).
+
+        Reads playbook.json once when it is fresh, which is the common case."""
+        found = read_snapshot(self.snapshot_path)
+        if self._needs_housekeeping(found):
+            return self.refresh()
+        state, position = self._checkpoint_of(found)
+        return fold_log(self.store.path, state, position)[0]
 
     def append(self, commands: Sequence[Command] | Decider, cause: Cause) -> Committed | None:
         """Decide `commands` against the fresh state and append them as one transaction.
