@@ -46,7 +46,6 @@ from .evolve import apply, fold
 from .legacy import NormalizedPlaybook, normalize_playbook, to_jsonable
 
 MAX_OPERATIONS = 10
-OPERATION_TYPES = ("ADD", "UPDATE", "MERGE", "DELETE")
 RATINGS = ("helpful", "harmful", "neutral")
 
 

@@ -22,7 +22,6 @@ PRUNE_RULE = "harmful >= 3 and harmful > helpful"
 MAX_TEXT_LENGTH = 2000
 """Longest key point text: a model's longer output is cut to this, and the cut is recorded."""
 
-_SLUG_NAME = re.compile(r"^(" + "|".join(map(re.escape, SECTION_SLUGS.values())) + r")-(\d+)$")
 _LEGACY_NAME = re.compile(r"^kpt_(\d+)$")
 
 
@@ -93,10 +92,6 @@ class PlaybookState(msgspec.Struct):
     def texts(self) -> set[str]:
         return {kp.text for entries in self.sections.values() for kp in entries.values()}
 
-    def content_equals(self, other: PlaybookState) -> bool:
-        """True when both hold the same version, sections, entries and order."""
-        return self.version == other.version and self.sections == other.sections
-
 
 def resolve_section(section_name: Any) -> str:
     """Canonical section for a name given by a model or a file: trimmed, case-insensitive, else OTHERS."""
@@ -124,12 +119,6 @@ def generate_keypoint_name(section_entries: list[dict], slug: str) -> str:
         if match:
             highest = max(highest, int(match.group(1)))
     return f"{slug}-{highest + 1:03d}"
-
-
-def slug_number(name: str) -> tuple[str, int] | None:
-    """(slug, number) for a name like `pat-007`, else None."""
-    match = _SLUG_NAME.match(name)
-    return (match.group(1), int(match.group(2))) if match else None
 
 
 def legacy_number(name: str) -> int | None:

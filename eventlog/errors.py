@@ -19,11 +19,3 @@ class CorruptLogError(PlaybookError):
 
 class StorageError(PlaybookError):
     """The playbook's files could not be written (permissions, disk full, ...)."""
-
-
-class ConflictError(PlaybookError):
-    """The log moved on from the position a writer expected."""
-
-    def __init__(self, expected: int, actual: int) -> None:
-        self.expected, self.actual = expected, actual
-        super().__init__(f"log is at seq {actual}, expected {expected}")

@@ -492,7 +492,6 @@ class InMemoryEventStore:
 
     def __init__(self) -> None:
         self.transactions: list[Transaction] = []
-        self._clock = 0
 
     def exists(self) -> bool:
         return bool(self.transactions)

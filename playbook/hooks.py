@@ -81,12 +81,6 @@ def _is_under(path: str, directory: str) -> bool:
     return resolved.startswith(os.path.join(directory, ""))
 
 
-def _shown(text: str) -> str:
-    """`text` on one line with every unsafe character escaped: a path or message from the hook input
-    must not add lines to stderr or reach the terminal as escape sequences."""
-    return clean(text)
-
-
 
 
 def _string(payload: dict, key: str) -> str | None:
@@ -126,11 +120,11 @@ def learning_hook(event: str, payload: dict) -> str | None:
     try:
         inside = _is_under(transcript, directory)
     except ValueError:  # an embedded NUL byte: no such file can exist
-        return f"{event}: transcript {_shown(transcript)} is missing or unreadable; nothing to learn"
+        return f"{event}: transcript {transcript} is missing or unreadable; nothing to learn"
     if not inside:
-        return f"{event}: transcript {_shown(transcript)} is outside {_shown(directory)}; nothing to learn"
+        return f"{event}: transcript {transcript} is outside {directory}; nothing to learn"
     if not os.path.isfile(transcript) or not os.access(transcript, os.R_OK):
-        return f"{event}: transcript {_shown(transcript)} is missing or unreadable; nothing to learn"
+        return f"{event}: transcript {transcript} is missing or unreadable; nothing to learn"
     from .learn import request_learning, spawn_learner
 
     request_learning(project, event, transcript, _string(payload, "session_id"), why)
@@ -159,5 +153,6 @@ def run_hook(event: str, stdin: Any = None) -> int:
 
 
 def _say(message: str) -> None:
-    """One line on stderr, whatever the message holds (paths and errors can carry newlines and escapes)."""
-    print(f"playbook: {_shown(message)}", file=sys.stderr)
+    """One line on stderr, whatever the message holds: paths and errors from the hook input can carry
+    newlines and escape sequences, which `clean` writes as escapes."""
+    print(f"playbook: {clean(message)}", file=sys.stderr)

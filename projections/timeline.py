@@ -514,18 +514,6 @@ def _keep_as_now(target: PlaybookState, current: PlaybookState, name: str) -> No
         target.where[name] = where
 
 
-def _bisect(ends: list[int], offset: int) -> int:
-    """Index of the first transaction ending after `offset`."""
-    low, high = 0, len(ends)
-    while low < high:
-        middle = (low + high) // 2
-        if ends[middle] <= offset:
-            low = middle + 1
-        else:
-            high = middle
-    return low
-
-
 def touched_names(event: Event) -> set[str]:
     """The entries an event changes."""
     match event:

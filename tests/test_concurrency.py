@@ -22,7 +22,6 @@ import os
 import traceback
 from pathlib import Path
 
-import pytest
 
 from eventlog.domain import SECTION_SLUGS, PlaybookState
 from eventlog.events import KeyPointAdded, TransactionCommitted

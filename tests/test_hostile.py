@@ -1003,7 +1003,7 @@ def test_ten_thousand_entries_import_in_time(legacy_project):
 def test_a_legacy_file_that_is_not_json_is_moved_aside_and_kept(legacy_project, content):
     """A file msgspec cannot read is moved aside and kept; one Python's json reads is imported, and kept."""
     path = write_legacy(legacy_project, content)
-    pb = playbook.load_playbook()
+    playbook.load_playbook()
     kept = list(path.parent.glob("playbook.json.unreadable-*"))
     if kept:
         assert len(kept) == 1 and kept[0].read_bytes() == content
