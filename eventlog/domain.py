@@ -25,7 +25,7 @@ MAX_TEXT_LENGTH = 2000
 _LEGACY_NAME = re.compile(r"^kpt_(\d+)$")
 
 
-class KeyPoint(msgspec.Struct):
+class KeyPoint(msgspec.Struct, gc=False):
     """One key point. Mutable only inside the fold, which owns its copy of the state."""
 
     name: str
@@ -34,7 +34,7 @@ class KeyPoint(msgspec.Struct):
     harmful: int = 0
 
 
-class PendingLearning(msgspec.Struct, frozen=True):
+class PendingLearning(msgspec.Struct, frozen=True, gc=False):
     """A learning request recorded by a hook and not yet finished."""
 
     request: str

@@ -274,6 +274,32 @@ class UnknownRecord(msgspec.Struct, frozen=True, kw_only=True):
     at: str = ""
 
 
+def record_view(record_type: type[Record], fields: tuple[str, ...]) -> type[msgspec.Struct]:
+    """A decode-only twin of `record_type` (same tag) that keeps just `fields` of a line.
+
+    Decoding skips the other fields instead of building them, which is what makes the
+    fold fast; types and defaults are the record's own.
+    """
+    kept = []
+    for field in msgspec.structs.fields(record_type):
+        if field.name not in fields:
+            continue
+        if field.default is not msgspec.NODEFAULT:
+            kept.append((field.name, field.type, field.default))
+        elif field.default_factory is not msgspec.NODEFAULT:
+            kept.append((field.name, field.type, msgspec.field(default_factory=field.default_factory)))
+        else:
+            kept.append((field.name, field.type))
+    unknown = set(fields) - {name for name, *_ in kept}
+    if unknown:
+        raise TypeError(f"{record_type.__name__} has no field {', '.join(sorted(unknown))}")
+    config = record_type.__struct_config__
+    return msgspec.defstruct(
+        f"{record_type.__name__}View", kept, kw_only=True, frozen=True, gc=False,
+        tag=config.tag, tag_field=config.tag_field, module=__name__,
+    )
+
+
 encoder = msgspec.json.Encoder()
 record_decoder = msgspec.json.Decoder(AnyRecord)
 unknown_decoder = msgspec.json.Decoder(UnknownRecord)

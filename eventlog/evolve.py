@@ -4,12 +4,14 @@
 (rebuild, time travel, revert previews, decide's scratch state), because copying
 the state per event would make long logs slow. `evolve` is the pure form of the
 same rules, and `fold` is `reduce(evolve, events, empty)` done with one copy.
+`apply_records` is the same rules over a run of log records, commits included:
+the loop the store's fold runs, on records decoded as the light `FOLD_VIEWS`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Union
 
 from .domain import OTHERS, KeyPoint, PendingLearning, PlaybookState, legacy_number
 from .events import (
@@ -32,17 +34,21 @@ from .events import (
     SectionReordered,
     SnapshotSetAside,
     TailRepaired,
+    TransactionCommitted,
     VersionSet,
+    record_view,
 )
 
 
 def _note_name(state: PlaybookState, name: str) -> None:
+    high_water = state.high_water
     slug, dash, digits = name.rpartition("-")
-    if dash and digits.isdigit() and slug in state.high_water:  # `pat-007` (no regex: it runs per insert)
-        if int(digits) > state.high_water[slug]:
-            state.high_water[slug] = int(digits)
-    elif (number := legacy_number(name)) is not None and number > state.high_water.get("kpt", 0):
-        state.high_water["kpt"] = number
+    if dash and slug in high_water and digits.isdigit():  # `pat-007` (no regex: it runs per insert)
+        number = int(digits)
+        if number > high_water[slug]:
+            high_water[slug] = number
+    elif (number := legacy_number(name)) is not None and number > high_water.get("kpt", 0):
+        high_water["kpt"] = number
 
 
 def _insert(state: PlaybookState, section: str, kp: KeyPoint) -> None:
@@ -50,7 +56,8 @@ def _insert(state: PlaybookState, section: str, kp: KeyPoint) -> None:
     # version does not know (a newer writer's) lands in OTHERS rather than failing every reader.
     if section not in state.sections:
         section = OTHERS
-    _remove(state, kp.name)
+    if kp.name in state.where:
+        _remove(state, kp.name)
     state.sections[section][kp.name] = kp
     state.where[kp.name] = section
     _note_name(state, kp.name)
@@ -187,27 +194,77 @@ def apply(state: PlaybookState, event: Event) -> None:
         state.last_updated = event.at
 
 
+# What each handler reads of its event. The fold decodes lines as views that hold only
+# these fields (see `record_view`), so a field a handler starts to read must be added
+# here; the fold tests, which fold every event type both ways, fail until it is.
+_READS: dict[type, tuple[str, ...]] = {
+    KeyPointImported: ("section", "name", "text", "helpful", "harmful"),
+    PlaybookImported: ("at", "version", "last_updated", "genesis"),
+    KeyPointAdded: ("section", "name", "text", "helpful", "harmful"),
+    KeyPointUpdated: ("name", "text"),
+    KeyPointsMerged: ("section", "name", "text", "sources", "helpful", "harmful"),
+    KeyPointDeleted: ("name",),
+    KeyPointPruned: ("name",),
+    KeyPointEvaluated: ("name", "helpful", "harmful"),
+    CountersSet: ("name", "helpful", "harmful"),
+    KeyPointMoved: ("name", "to_section"),
+    SectionReordered: ("section", "names"),
+    VersionSet: ("version",),
+    OperationSkipped: (),
+    LearningRequested: ("at", "request", "hook", "transcript", "session"),
+    LearningCompleted: ("request", "transcript", "through_line"),
+    LearningSkipped: ("request", "transcript", "through_line"),
+    LearningFailed: ("request",),
+    TailRepaired: (),
+    SnapshotSetAside: (),
+    TransactionCommitted: ("seq", "at"),
+}
+_VIEW_OF: dict[type, type] = {kind: record_view(kind, fields) for kind, fields in _READS.items()}
+FOLD_VIEWS: Any = Union[tuple(_VIEW_OF.values())]  # type: ignore[valid-type]
+"""Every record type as the fold reads it: decode with `msgspec.json.Decoder(FOLD_VIEWS)`."""
+
+_HANDLERS: dict[type, Callable[[PlaybookState, Any], bool]] = {
+    **_APPLY, **{_VIEW_OF[kind]: handler for kind, handler in _APPLY.items()}
+}
+_EVALUATED = (KeyPointEvaluated, _VIEW_OF[KeyPointEvaluated])
+CommitView = _VIEW_OF[TransactionCommitted]
+"""The fold's view of a `TransactionCommitted` line."""
+
+
+def apply_records(state: PlaybookState, records: list) -> None:
+    """Apply whole committed transactions, given as their records in log order, in place.
+
+    Each transaction is its events followed by its commit record; events and commits may
+    be the records themselves or their `FOLD_VIEWS`. Same result as `apply_transaction`
+    on each transaction; records after the last commit must not be passed.
+    """
+    get = _HANDLERS.get
+    where, sections = state.where, state.sections
+    evaluated, evaluated_view = _EVALUATED
+    changed = False
+    for record in records:
+        kind = type(record)
+        if kind is evaluated_view or kind is evaluated:  # about half of any log: `_counters`, inlined
+            section = where.get(record.name)
+            if section is not None:
+                kp = sections[section][record.name]
+                kp.helpful = record.helpful
+                kp.harmful = record.harmful
+            changed = True
+        elif kind is CommitView or kind is TransactionCommitted:
+            if changed and record.at:
+                state.last_updated = record.at
+            state.seq = record.seq
+            changed = False
+        else:
+            handler = get(kind)
+            if handler is not None and handler(state, record):
+                changed = True
+
+
 def apply_transaction(state: PlaybookState, events: list, seq: int, at: str) -> None:
     """Apply one committed transaction's events (all stamped `at`) in place; same result as `apply` on each."""
-    get = _APPLY.get
-    where, sections = state.where, state.sections
-    changed = False
-    for event in events:
-        kind = type(event)
-        if kind is KeyPointEvaluated:  # most of any log: inlined `_counters`
-            section = where.get(event.name)
-            if section is not None:
-                kp = sections[section][event.name]
-                kp.helpful = event.helpful
-                kp.harmful = event.harmful
-            changed = True
-            continue
-        handler = get(kind)
-        if handler is not None and handler(state, event):
-            changed = True
-    if changed and at:
-        state.last_updated = at
-    state.seq = seq
+    apply_records(state, [*events, CommitView(seq=seq, at=at)])
 
 
 def evolve(state: PlaybookState, event: Event) -> PlaybookState:

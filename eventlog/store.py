@@ -20,6 +20,7 @@ import os
 import signal
 import uuid
 import zlib
+from zlib import crc32
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -40,7 +41,7 @@ from .events import (
     record_decoder,
     unknown_decoder,
 )
-from .evolve import apply, apply_transaction
+from .evolve import FOLD_VIEWS, CommitView, apply, apply_records, apply_transaction
 
 CHUNK_SIZE = 1 << 20
 FILE_MODE = 0o664
@@ -49,6 +50,7 @@ _HASH_KEY = b',"h":"'
 _SUFFIX = len(_HASH_KEY) + 8 + 2  # ,"h":"xxxxxxxx"}
 _TAIL = _SUFFIX + 1  # with the newline
 _COMMIT = b'{"type":"TransactionCommitted"'
+_NEWLINE_COMMIT = b"\n" + _COMMIT
 _SEQ_AT = len(_COMMIT) + len(b',"seq":')
 _FAULT = os.environ.get("PLAYBOOK_FAULT")
 
@@ -147,8 +149,51 @@ def decode_line(line: bytes) -> TransactionCommitted | Event | UnknownRecord:
         return unknown
 
 
+fold_decoder = msgspec.json.Decoder(FOLD_VIEWS)
+
+
+class WholeLines:
+    """The rest of a binary file as (buffer, size) pairs: `buffer[:size]` is whole lines.
+
+    One buffer is reused and refilled with `readinto`, so nothing is copied but the
+    unfinished last line; a pair is valid until the next one is asked for, and a
+    caller's memoryviews of it must be released by then. After iteration, `leftover`
+    is the length of the bytes after the last newline.
+    """
+
+    def __init__(self, handle, chunk_size: int | None = None) -> None:
+        self.handle = handle
+        self.chunk_size = chunk_size or CHUNK_SIZE
+        self.leftover = 0
+
+    def __iter__(self) -> Iterator[tuple[bytearray, int]]:
+        buffer = bytearray(self.chunk_size)
+        keep = 0
+        while True:
+            if keep == len(buffer):  # one line longer than the buffer
+                buffer.extend(bytes(len(buffer)))
+            with memoryview(buffer) as view:
+                read = self.handle.readinto(view[keep:])
+            if not read:
+                break
+            filled = keep + read
+            cut = buffer.rfind(b"\n", 0, filled) + 1
+            if cut:
+                yield buffer, cut
+                buffer[: filled - cut] = buffer[cut:filled]
+            keep = filled - cut
+        self.leftover = keep
+
+
 class _Recheck(Exception):
-    """The fast path met something it does not vouch for: rescan strictly from the last commit."""
+    """The fast path met something it does not vouch for: rescan strictly from the last commit.
+
+    `resume`, when set, is the file offset after which the fast path may take over again.
+    """
+
+    def __init__(self, resume: int | None = None) -> None:
+        super().__init__(resume)
+        self.resume = resume
 
 
 _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError)
@@ -264,6 +309,88 @@ class LogReader:
             offset += len(chunk)
         self._finish(offset + self._leftover)
 
+    def fold(self, state: PlaybookState, until: int | None = None) -> bool:
+        """Apply the committed transactions from `position` on to `state`, in place.
+
+        Stops before a transaction that ends after byte `until` and returns True; otherwise
+        reads to the end (then `torn` is set as by iteration) and returns False. Same checks
+        as iteration: the fast path checks each chunk with one `crc32` against its last
+        commit line; a chunk it does not vouch for is scanned line by line, strictly, and
+        the fast path resumes after it.
+        """
+        try:
+            handle = open(self.path, "rb", buffering=0)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        with handle:
+            while True:
+                handle.seek(self.position.offset)
+                if self.strict:
+                    resume = None
+                else:
+                    try:
+                        return self._fold_fast(handle, state, until)
+                    except _Recheck as recheck:
+                        resume = recheck.resume
+                    handle.seek(self.position.offset)
+                for transaction in self._strict(handle):
+                    if until is not None and transaction.end.offset > until:
+                        self.position = transaction.start
+                        return True
+                    apply_transaction(state, transaction.events, transaction.commit.seq, transaction.commit.at)
+                    if resume is not None and transaction.end.offset >= resume:
+                        break
+                else:
+                    return False
+
+    def _fold_fast(self, handle, state: PlaybookState, until: int | None) -> bool:
+        # Per chunk: one decode_lines into the fold's light views, one crc32 up to the last
+        # commit line (the writer chained every byte before it, so any damage shows), and a
+        # count check that the commit sits where its seq says. Nothing is applied before its
+        # chunk is checked, so a recheck resumes from `position` with the state consistent.
+        running = int(self.position.hash, 16) if self.position.hash else 0
+        offset = self.position.offset  # file offset of the buffer's first byte
+        pending: list = []  # records of a transaction whose commit is in a later chunk
+        lines = WholeLines(handle)
+        for buffer, size in lines:
+            stop = until is not None and offset + size > until
+            if stop:
+                size = buffer.rfind(b"\n", 0, max(until - offset, 0)) + 1  # type: ignore[operator]
+            with memoryview(buffer) as view:
+                chunk = view[:size]
+                try:
+                    decoded = fold_decoder.decode_lines(chunk)
+                except _DECODE_ERRORS:
+                    raise _Recheck(offset + size) from None
+                records = pending + decoded if pending else decoded
+                at = buffer.rfind(_NEWLINE_COMMIT, 0, size) + 1
+                if at or (size and buffer.startswith(_COMMIT)):
+                    end = buffer.index(b"\n", at) + 1
+                    index = len(records) - 1 - buffer.count(b"\n", end, size)
+                    commit = records[index] if index >= 0 else None
+                    try:
+                        h = int(buffer[end - 11 : end - 3], 16)
+                    except ValueError:
+                        raise _Recheck(offset + size) from None
+                    if (type(commit) is not CommitView or commit.seq != self.position.seq + index + 1
+                            or buffer[end - _TAIL : end - 11] != _HASH_KEY
+                            or h != crc32(chunk[: end - _TAIL], running)):
+                        raise _Recheck(offset + size)
+                    apply_records(state, records[: index + 1])
+                    running = crc32(chunk[end - _TAIL : end], h)
+                    self.position = Position(offset + end, commit.seq, "%08x" % running, self.position.line + index + 1)
+                    pending = records[index + 1 :]
+                    running = crc32(chunk[end:], running)
+                else:
+                    pending = records
+                    running = crc32(chunk, running)
+                del chunk
+            if stop:
+                return True
+            offset += size
+        self._finish(offset + lines.leftover)
+        return False
+
     def _strict(self, handle) -> Iterator[Transaction]:
         pos = self.position
         pending: list = []
@@ -335,13 +462,8 @@ def fold_log(
 ) -> tuple[PlaybookState, Position, TornTail | None]:
     """Fold the committed transactions after `start` (and ending by byte `until`) into `state`, in place."""
     reader = LogReader(path, start)
-    position = start
-    for transaction in reader:
-        if until is not None and transaction.end.offset > until:
-            return state, position, None
-        apply_transaction(state, transaction.events, transaction.commit.seq, transaction.commit.at)
-        position = transaction.end
-    return state, reader.position, reader.torn
+    stopped = reader.fold(state, until)
+    return state, reader.position, None if stopped else reader.torn
 
 
 def hash_at(path: Path, position: Position) -> bool:

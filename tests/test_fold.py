@@ -1,0 +1,245 @@
+"""The fold's fast road (`fold_log`: chunks, light views, one crc32 per chunk) against the strict reader.
+
+Whatever the chunk size, the cut, the stop offset or the record types, `fold_log` must give
+the state, position and torn tail that the strict line-by-line reader gives with the full
+records, and that `fold` gives over the events themselves.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+import eventlog.store
+from benchmarks.fold import write_log
+from eventlog.domain import PRUNE_RULE, PlaybookState
+from eventlog.errors import CorruptLogError
+from eventlog.events import (
+    EVENT_TYPES,
+    CountersSet,
+    Event,
+    KeyPointAdded,
+    KeyPointDeleted,
+    KeyPointEvaluated,
+    KeyPointImported,
+    KeyPointMoved,
+    KeyPointPruned,
+    KeyPointsMerged,
+    KeyPointUpdated,
+    LearningCompleted,
+    LearningFailed,
+    LearningRequested,
+    LearningSkipped,
+    OperationSkipped,
+    PlaybookImported,
+    SectionReordered,
+    SnapshotSetAside,
+    TailRepaired,
+    TransactionCommitted,
+    VersionSet,
+)
+from eventlog.evolve import _READS, apply_transaction, fold
+from eventlog.store import LogReader, Position, encode_line, fold_log
+
+AT = "2026-03-0{}T10:00:00.000000+00:00"
+
+# One transaction per list; together they hold every event type at least once.
+EVERY_TYPE: list[list[Event | dict[str, Any]]] = [
+    [PlaybookImported(path="playbook.json", file_format="flat", version="1.0",
+                      last_updated="2025-01-01T00:00:00+00:00", entries=1),
+     KeyPointImported(section="OTHERS", name="kpt_007", text="legacy", helpful=2, harmful=0,
+                      source_format="dict_with_score", score=2.0)],
+    [KeyPointAdded(section="PATTERNS & APPROACHES", name="pat-001", text="a", helpful=0, harmful=0,
+                   origin="operation"),
+     KeyPointAdded(section="PATTERNS & APPROACHES", name="pat-002", text="b", helpful=0, harmful=0, origin="save"),
+     KeyPointAdded(section="A SECTION OF A NEWER VERSION", name="oth-005", text="c", helpful=1, harmful=0,
+                   origin="manual_edit")],
+    [KeyPointEvaluated(name="pat-001", rating="helpful", helpful=1, harmful=0, rationale="it helped"),
+     KeyPointEvaluated(name="gone-001", rating="harmful", helpful=0, harmful=1),
+     CountersSet(name="pat-002", helpful=3, harmful=4, previous_helpful=0, previous_harmful=0)],
+    [PlaybookImported(path="playbook.json", file_format="sections", version="1.0", genesis=False),
+     SnapshotSetAside(moved_to="playbook.json.unreadable-1", error="not JSON"),
+     TailRepaired(offset=10, bytes_cut=5, kept_at="playbook.events.jsonl.torn-1")],
+    [KeyPointUpdated(name="pat-001", text="a, better", previous_text="a"),
+     KeyPointMoved(name="pat-002", from_section="PATTERNS & APPROACHES", to_section="MISTAKES TO AVOID"),
+     SectionReordered(section="OTHERS", names=["oth-005", "kpt_007"]),
+     VersionSet(version="1.1", previous="1.0")],
+    [KeyPointsMerged(section="USER PREFERENCES", name="pref-001", text="merged", sources=["pat-001", "kpt_007"],
+                     helpful=3, harmful=0, missing_sources=["pat-099"]),
+     KeyPointDeleted(section="OTHERS", name="oth-005", text="c", reason="outdated"),
+     KeyPointPruned(section="MISTAKES TO AVOID", name="pat-002", text="b", helpful=3, harmful=4, rule=PRUNE_RULE),
+     OperationSkipped(kind="operation", reason="empty_text", index=0, operation={"type": "ADD", "text": ""})],
+    [LearningRequested(request="r1", hook="SessionEnd", transcript="/t/1.jsonl", session="s1"),
+     LearningRequested(request="r2", hook="PreCompact", transcript="/t/2.jsonl"),
+     LearningRequested(request="r3", hook="SessionEnd", transcript="/t/3.jsonl", reason="again")],
+    [LearningCompleted(request="r1", transcript="/t/1.jsonl", from_line=0, through_line=40, cited=["pref-001"]),
+     LearningFailed(request="r2", error="model unreachable", transcript="/t/2.jsonl"),
+     LearningSkipped(request="r3", reason="no API key", transcript="/t/3.jsonl", through_line=12)],
+    [],  # a transaction of no events (a commit alone)
+]
+
+
+def write_transactions(path: Path, transactions: list[list[Event | dict[str, Any]]]) -> list[Event | dict]:
+    """Write `transactions` as a writer would (stamped, chained, each closed by its commit); returns the records."""
+    seq, running, written = 0, 0, []
+    with open(path, "wb") as out:
+        for number, events in enumerate(transactions):
+            tx, at = f"{number:016x}", AT.format(number % 9 + 1)
+            records: list[Any] = []
+            for event in events:
+                seq += 1
+                if isinstance(event, dict):  # a record of a type this version does not know
+                    records.append({"type": event["type"], "seq": seq, "tx": tx, "at": at,
+                                    **{k: v for k, v in event.items() if k != "type"}})
+                else:
+                    records.append(msgspec.structs.replace(event, seq=seq, tx=tx, at=at))
+            seq += 1
+            records.append(TransactionCommitted(seq=seq, tx=tx, at=at, events=len(events), source="test",
+                                                analysis="why " * (number % 3)))
+            for record in records:
+                line, running = encode_line(record, running)
+                out.write(line)
+            written.extend(records)
+    return written
+
+
+def strict_fold(path: Path, until: int | None = None) -> tuple[PlaybookState, Position, Any]:
+    """The strict reader over full records, applied one transaction at a time."""
+    reader = LogReader(path, strict=True)
+    state, position = PlaybookState(), Position()
+    for transaction in reader:
+        if until is not None and transaction.end.offset > until:
+            return state, position, None
+        apply_transaction(state, transaction.events, transaction.commit.seq, transaction.commit.at)
+        position = transaction.end
+    return state, reader.position, reader.torn
+
+
+@pytest.fixture
+def no_strict_scan(monkeypatch):
+    """Fail the test if the fold falls back to the strict scan: the fast road must carry it alone."""
+    def refuse(self, handle):
+        raise AssertionError("the fold fell back to the strict scan")
+        yield  # pragma: no cover
+
+    monkeypatch.setattr(LogReader, "_strict", refuse)
+
+
+def test_every_record_type_has_a_fold_view():
+    assert set(_READS) == {*EVENT_TYPES, TransactionCommitted}
+
+
+def test_every_event_type_folds_the_same_through_views_and_through_records(tmp_path, monkeypatch):
+    assert {type(e) for events in EVERY_TYPE for e in events} == set(EVENT_TYPES)
+    path = tmp_path / "log.jsonl"
+    records = write_transactions(path, EVERY_TYPE)
+    expected = strict_fold(path)
+    by_events = fold([r for r in records if not isinstance(r, TransactionCommitted)])
+    with monkeypatch.context() as patch:
+        patch.setattr(LogReader, "_strict", lambda self, handle: pytest.fail("fell back to the strict scan"))
+        folded = fold_log(path, PlaybookState())
+    assert folded == expected
+    assert folded[0] == msgspec.structs.replace(by_events, seq=records[-1].seq)  # fold sees no commits
+    state = folded[0]
+    assert list(state.where) == ["pref-001"] and state.get("pref-001").helpful == 3
+    assert state.version == "1.1" and state.high_water["pat"] == 2 and state.high_water["kpt"] == 7
+    assert state.pending == {} and state.progress == {"/t/1.jsonl": 40, "/t/3.jsonl": 12}
+    assert state.last_updated == AT.format(6)  # the learning and housekeeping transactions after it change nothing
+
+
+@pytest.mark.parametrize("chunk_size", [64, 300, 4096, 1 << 20])
+def test_any_chunk_size_and_any_stop_offset_folds_like_the_strict_reader(tmp_path, monkeypatch, chunk_size):
+    path = tmp_path / "log.jsonl"
+    write_log(path, 600, seed=chunk_size)
+    monkeypatch.setattr(eventlog.store, "CHUNK_SIZE", chunk_size)
+    assert fold_log(path, PlaybookState()) == strict_fold(path)
+    data = path.read_bytes()
+    line_ends = [i + 1 for i, byte in enumerate(data) if byte == 10]
+    rng = random.Random(chunk_size)
+    for until in [0, 1, *rng.sample(line_ends, 25), *rng.sample(range(len(data)), 25), len(data), len(data) + 9]:
+        assert fold_log(path, PlaybookState(), until=until) == strict_fold(path, until), until
+
+
+@pytest.mark.parametrize("chunk_size", [64, 1 << 20])
+def test_folding_in_steps_from_positions_gives_the_whole_fold(tmp_path, monkeypatch, chunk_size):
+    path = tmp_path / "log.jsonl"
+    write_log(path, 400, seed=3)
+    monkeypatch.setattr(eventlog.store, "CHUNK_SIZE", chunk_size)
+    whole = fold_log(path, PlaybookState())
+    ends = [t.end.offset for t in LogReader(path)]
+    state, position = PlaybookState(), Position()
+    for until in ends[5::17] + [None]:
+        state, position, torn = fold_log(path, state, position, until=until)
+    assert (state, position, torn) == whole
+
+
+@pytest.mark.parametrize("chunk_size", [48, 1 << 20])
+def test_a_cut_at_every_byte_offset_folds_the_whole_transactions_before_it(tmp_path, monkeypatch, chunk_size):
+    path = tmp_path / "log.jsonl"
+    write_transactions(path, EVERY_TYPE[:4])
+    full = path.read_bytes()
+    monkeypatch.setattr(eventlog.store, "CHUNK_SIZE", chunk_size)
+    for cut in range(len(full) + 1):
+        path.write_bytes(full[:cut])
+        assert fold_log(path, PlaybookState()) == strict_fold(path), cut
+
+
+def test_a_line_longer_than_a_chunk_is_read_whole(tmp_path, monkeypatch, no_strict_scan):
+    path = tmp_path / "log.jsonl"
+    long = "x" * 5000
+    write_transactions(path, [[KeyPointAdded(section="OTHERS", name="oth-001", text=long, helpful=0, harmful=0,
+                                             origin="operation")]] * 1 + EVERY_TYPE[1:3])
+    monkeypatch.setattr(eventlog.store, "CHUNK_SIZE", 256)
+    state, position, torn = fold_log(path, PlaybookState())
+    assert state.get("oth-001").text == long and torn is None and position.offset == path.stat().st_size
+
+
+def test_a_record_of_a_newer_version_is_kept_out_and_the_fast_road_resumes_after_its_chunk(tmp_path, monkeypatch):
+    path = tmp_path / "log.jsonl"
+    future = {"type": "KeyPointRenamed", "name": "pat-001", "to": "pat-900"}
+    write_transactions(path, [EVERY_TYPE[1], [future, EVERY_TYPE[2][0]], *[EVERY_TYPE[2]] * 40])
+    monkeypatch.setattr(eventlog.store, "CHUNK_SIZE", 512)
+    strict_calls, fast_chunks = [], []
+    real_strict, real_apply = LogReader._strict, eventlog.store.apply_records
+
+    def counting_strict(self, handle):
+        strict_calls.append(self.position.offset)
+        yield from real_strict(self, handle)
+
+    monkeypatch.setattr(LogReader, "_strict", counting_strict)
+    monkeypatch.setattr(eventlog.store, "apply_records", lambda state, records: (fast_chunks.append(len(records)),
+                                                                                 real_apply(state, records)))
+    folded = fold_log(path, PlaybookState())
+    assert len(strict_calls) == 1  # only the chunk holding the unknown record was scanned strictly
+    assert len(fast_chunks) > 5  # and the rest went the fast road
+    assert folded == strict_fold(path)
+
+
+def test_damage_in_the_middle_stops_the_fold_with_the_line_that_is_damaged(tmp_path, monkeypatch):
+    path = tmp_path / "log.jsonl"
+    write_log(path, 300, seed=1)
+    lines = path.read_bytes().splitlines(keepends=True)
+    target = len(lines) // 2
+    lines[target] = lines[target].replace(b'"seq":', b'"seq": ', 1)  # valid JSON; the hash no longer matches
+    path.write_bytes(b"".join(lines))
+    for chunk_size in (64, 1 << 20):
+        monkeypatch.setattr(eventlog.store, "CHUNK_SIZE", chunk_size)
+        with pytest.raises(CorruptLogError) as raised:
+            fold_log(path, PlaybookState())
+        assert raised.value.line == target + 1
+        assert raised.value.offset == sum(len(line) for line in lines[:target])
+
+
+def test_a_line_the_writer_never_wrote_is_found_even_when_it_decodes(tmp_path):
+    path = tmp_path / "log.jsonl"
+    write_transactions(path, EVERY_TYPE[1:3])
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines.insert(2, b"\n")  # a blank line: the decoder alone would skip it
+    path.write_bytes(b"".join(lines))
+    with pytest.raises(CorruptLogError) as raised:
+        fold_log(path, PlaybookState())
+    assert raised.value.line == 3
