@@ -43,7 +43,10 @@ from .events import (
 def _note_name(state: PlaybookState, name: str) -> None:
     high_water = state.high_water
     slug, dash, digits = name.rpartition("-")
-    if dash and slug in high_water and digits.isdigit():  # `pat-007` (no regex: it runs per insert)
+    if digits.endswith("\n"):  # as `generate_keypoint_name`'s `$` does
+        digits = digits[:-1]
+    # `pat-007`, no regex: it runs per insert. isdecimal, not isdigit: `int` rejects "²", `\d` skips it.
+    if dash and slug in high_water and digits.isdecimal():
         number = int(digits)
         if number > high_water[slug]:
             high_water[slug] = number

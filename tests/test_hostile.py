@@ -908,6 +908,23 @@ def legacy_project(tmp_path, monkeypatch) -> Path:
     return tmp_path
 
 
+@pytest.mark.parametrize("odd", ["pat-\u00b2", "pat-\u0663", "pat-0009", "pat-x7", "pat-007\n", "pat-12 ", "pat-"])
+def test_names_with_odd_digits_are_kept_and_new_ids_follow_generate_keypoint_name(legacy_project, odd):
+    # "pat-²" passes str.isdigit but not int(); "pat-٣" is a decimal digit that \d and int() both take.
+    entries = [{"name": "pat-001", "text": "a", "helpful": 0, "harmful": 0},
+               {"name": odd, "text": "b", "helpful": 0, "harmful": 0}]
+    expected = playbook.generate_keypoint_name(entries, "pat")
+    pb = {"version": "1.0", "last_updated": None, "sections": {"PATTERNS & APPROACHES": entries}}
+    added = playbook.apply_structured_operations(pb, [{"type": "ADD", "text": "c", "section": "PATTERNS & APPROACHES"}])
+    assert [e["name"] for e in added["sections"]["PATTERNS & APPROACHES"]] == ["pat-001", odd, expected]
+    write_legacy(legacy_project, pb)  # the same names through a legacy import and the log
+    loaded = playbook.load_playbook()
+    assert [e["name"] for e in loaded["sections"]["PATTERNS & APPROACHES"]] == ["pat-001", odd]
+    loaded["sections"]["PATTERNS & APPROACHES"].append({"name": expected, "text": "c", "helpful": 0, "harmful": 0})
+    playbook.save_playbook(loaded)
+    assert playbook.load_playbook() == loaded
+
+
 def write_legacy(project: Path, data: object) -> Path:
     path = project / ".claude" / "playbook.json"
     path.write_bytes(data if isinstance(data, bytes) else json.dumps(data).encode())

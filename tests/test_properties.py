@@ -29,7 +29,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from tests.logtools import transaction_after
 from eventlog.decide import AddNewKeyPoints, ApplyOperations, Evaluate, Prune, decide_all
-from eventlog.domain import PRUNE_RULE, SECTION_SLUGS, KeyPoint, PlaybookState, next_name
+from eventlog.domain import PRUNE_RULE, SECTION_SLUGS, KeyPoint, PlaybookState, generate_keypoint_name, next_name
 from eventlog.events import (
     Cause,
     CountersSet,
@@ -400,7 +400,8 @@ def test_rebuilding_twice_gives_the_bytes_the_appends_wrote(step_list):
 
 # --- (c) fold is reduce(evolve), evolve is pure -------------------------------------------------------
 
-NAMES = ["pat-001", "pat-002", "mis-001", "oth-001", "oth-002", "oth-010", "kpt_001", "free-form"]
+NAMES = ["pat-001", "pat-002", "mis-001", "oth-001", "oth-002", "oth-010", "kpt_001", "free-form",
+         "pat-\u00b2", "pat-\u0663", "pref-0040", "ctx-007\n"]  # odd digits: see _note_name
 names = st.sampled_from(NAMES)
 canon = st.sampled_from(CANON)
 counts = st.integers(0, 6)
@@ -502,6 +503,24 @@ def test_fold_is_reduce_of_evolve_and_evolve_never_mutates(events, start_events)
                 table["scribble"] = None
         assert deep(state) == before and ordered(state) == ordered(copied)
         state = evolve(state, record)
+
+
+@settings(COMMON, max_examples=200)
+@given(st.lists(random_events, max_size=25) | decided_events())
+def test_next_name_is_never_behind_generate_keypoint_name_and_never_live(events):
+    state = fold(events)
+    for section, slug in SECTION_SLUGS.items():
+        entries = [{"name": name} for name in state.sections[section]]
+        issued = next_name(state, section)
+        assert issued not in state.where
+        assert int(issued.rsplit("-", 1)[1]) >= int(generate_keypoint_name(entries, slug).rsplit("-", 1)[1])
+
+
+def test_next_name_never_hands_out_a_live_name_when_the_high_water_is_behind():
+    state = fold([KeyPointAdded(section="PATTERNS & APPROACHES", name=f"pat-00{n}", text=str(n), helpful=0, harmful=0,
+                                origin="save") for n in (1, 2)])
+    state.high_water["pat"] = 0  # as a state built some other way might have it
+    assert next_name(state, "PATTERNS & APPROACHES") == "pat-003"
 
 
 # --- (d) a state machine with crashes -------------------------------------------------------------------
