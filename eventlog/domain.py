@@ -127,11 +127,18 @@ def legacy_number(name: str) -> int | None:
 
 
 def next_name(state: PlaybookState, section: str) -> str:
-    """The ID the log issues next in `section`: past every ID it ever issued there."""
+    """The ID the log issues next in `section`: past every ID it ever issued there.
+
+    `high_water[slug]` is the highest number of every `slug-NNN` name the state ever
+    held, in any section, so it is at least what `generate_keypoint_name` finds in the
+    section: no scan per ADD. A name still in use is never handed out again, whatever
+    state it is given.
+    """
     slug = SECTION_SLUGS[section]
-    entries = [{"name": name} for name in state.sections[section]]
-    scanned = int(generate_keypoint_name(entries, slug).rsplit("-", 1)[1]) - 1
-    return f"{slug}-{max(scanned, state.high_water.get(slug, 0)) + 1:03d}"
+    number = state.high_water.get(slug, 0) + 1
+    while (name := f"{slug}-{number:03d}") in state.where:
+        number += 1
+    return name
 
 
 def should_prune(helpful: int, harmful: int) -> bool:

@@ -58,7 +58,8 @@ class PlaybookRepository:
         return PlaybookState(), Position()
 
     def is_fresh(self) -> bool:
-        """True when playbook.json reflects the whole log: one stat and one small read."""
+        """True when playbook.json is untouched and reflects the whole log: a stat of the log and a read of
+        playbook.json, whatever the length of the log."""
         return self._fresh(read_snapshot(self.snapshot_path))
 
     def _fresh(self, found: ReadSnapshot | None) -> bool:
