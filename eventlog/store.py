@@ -362,7 +362,11 @@ class LogReader:
                     decoded = fold_decoder.decode_lines(chunk)
                 except _DECODE_ERRORS:
                     raise _Recheck(offset + size) from None
-                records = pending + decoded if pending else decoded
+                if pending:  # ours (a slice or an earlier chunk's list): extend it, a giant transaction stays linear
+                    pending.extend(decoded)
+                    records = pending
+                else:
+                    records = decoded
                 at = buffer.rfind(_NEWLINE_COMMIT, 0, size) + 1
                 if at or (size and buffer.startswith(_COMMIT)):
                     end = buffer.index(b"\n", at) + 1
