@@ -12,7 +12,6 @@ A learner that dies leaves its request pending for the next one.
 
 from __future__ import annotations
 
-import asyncio
 import fcntl
 import os
 import subprocess
@@ -142,6 +141,8 @@ def run_cycle(repo: PlaybookRepository, pending: PendingLearning) -> Outcome:
         return Outcome(pending.request, "skipped", reason)
     cited = cited_ids(transcript.messages)
     try:
+        import asyncio  # here, not at the top: the hooks import this module and never need it
+
         reflection, evaluations, curation = asyncio.run(
             asyncio.wait_for(_ask_models(transcript.messages, state, cited, config), timeout=_deadline())
         )

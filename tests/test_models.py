@@ -125,3 +125,12 @@ def test_the_injection_path_never_imports_anthropic():
             "print('anthropic' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+def test_the_learning_hooks_import_neither_anthropic_nor_asyncio():
+    # A SessionEnd hook records the request and starts the learner: Claude Code waits for it,
+    # so it must not pay for the model client or the event loop the learner alone needs.
+    code = ("import sys, playbook.cli, playbook.hooks, playbook.learn;"
+            "print(sorted(m for m in ('anthropic', 'asyncio', 'httpx') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
