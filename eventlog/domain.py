@@ -21,6 +21,11 @@ DEFAULT_VERSION = "1.0"
 PRUNE_RULE = "harmful >= 3 and harmful > helpful"
 MAX_TEXT_LENGTH = 2000
 """Longest key point text: a model's longer output is cut to this, and the cut is recorded."""
+MAX_COUNTER = 2**53 - 1
+"""Largest helpful / harmful count taken from a file: every JSON reader holds it exactly."""
+MAX_ID_DIGITS = 18
+"""A name's number counts towards the next ID only up to this many digits; a longer one is just a name
+(Python refuses to convert numbers of more than 4,300 digits at all)."""
 
 _LEGACY_NAME = re.compile(r"^kpt_(\d+)$")
 
@@ -116,14 +121,14 @@ def generate_keypoint_name(section_entries: list[dict], slug: str) -> str:
     for entry in section_entries:
         name = entry.get("name", "") if isinstance(entry, dict) else ""
         match = pattern.match(name) if isinstance(name, str) else None
-        if match:
+        if match and len(match.group(1)) <= MAX_ID_DIGITS:
             highest = max(highest, int(match.group(1)))
     return f"{slug}-{highest + 1:03d}"
 
 
 def legacy_number(name: str) -> int | None:
     match = _LEGACY_NAME.match(name)
-    return int(match.group(1)) if match else None
+    return int(match.group(1)) if match and len(match.group(1)) <= MAX_ID_DIGITS else None
 
 
 def next_name(state: PlaybookState, section: str) -> str:

@@ -9,9 +9,12 @@ events followed by one `TransactionCommitted` record, which carries the cause
 
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Any, TypeVar, Union
 
 import msgspec
+
+
+RecordType = TypeVar("RecordType", bound=msgspec.Struct)
 
 
 class Record(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", omit_defaults=True, gc=False):
@@ -298,6 +301,27 @@ def record_view(record_type: type[Record], fields: tuple[str, ...]) -> type[msgs
         f"{record_type.__name__}View", kept, kw_only=True, frozen=True, gc=False,
         tag=config.tag, tag_field=config.tag_field, module=__name__,
     )
+
+
+def encodable_json(value: Any) -> Any:
+    """JSON data that can be written: every lone surrogate replaced by U+FFFD, and a number of more
+    digits than Python writes out replaced by a note of its size."""
+    if isinstance(value, str):
+        # UTF-16 round trip: a surrogate pair becomes its character, a lone surrogate U+FFFD.
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, int) and value.bit_length() > 14_000:  # over 4,300 digits: Python will not write it
+        return f"<a number of {int(value.bit_length() * 0.30103) + 1} digits>"
+    if isinstance(value, dict):
+        return {encodable_json(key): encodable_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [encodable_json(item) for item in value]
+    return value
+
+
+def encodable_record(record: RecordType) -> RecordType:
+    """`record` made encodable (see `encodable_json`): lone surrogates, which UTF-8 cannot hold and a
+    model's `\\ud83d` escape or a hand-written file can bring, become U+FFFD."""
+    return msgspec.convert(encodable_json(msgspec.to_builtins(record)), type(record))
 
 
 encoder = msgspec.json.Encoder()

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Union
 
-from .domain import OTHERS, KeyPoint, PendingLearning, PlaybookState, legacy_number
+from .domain import MAX_ID_DIGITS, OTHERS, KeyPoint, PendingLearning, PlaybookState, legacy_number
 from .events import (
     CountersSet,
     LearningCompleted,
@@ -46,7 +46,7 @@ def _note_name(state: PlaybookState, name: str) -> None:
     if digits.endswith("\n"):  # as `generate_keypoint_name`'s `$` does
         digits = digits[:-1]
     # `pat-007`, no regex: it runs per insert. isdecimal, not isdigit: `int` rejects "²", `\d` skips it.
-    if dash and slug in high_water and digits.isdecimal():
+    if dash and slug in high_water and digits.isdecimal() and len(digits) <= MAX_ID_DIGITS:
         number = int(digits)
         if number > high_water[slug]:
             high_water[slug] = number

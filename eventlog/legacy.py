@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from .domain import DEFAULT_VERSION, OTHERS, resolve_section_detail
+from .domain import DEFAULT_VERSION, MAX_COUNTER, OTHERS, resolve_section_detail
 
 
 class NormalizedEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -63,7 +63,7 @@ def _count(value: Any) -> int:
         return 0
     if isinstance(value, float) and not math.isfinite(value):
         return 0
-    return max(int(value), 0)
+    return min(max(int(value), 0), MAX_COUNTER)
 
 
 def _bad_counter(value: Any) -> str | None:
@@ -72,15 +72,26 @@ def _bad_counter(value: Any) -> str | None:
         return f"{type(value).__name__} {to_jsonable(value)!r}"[:200] + ", taken as 0"
     if isinstance(value, float) and not math.isfinite(value):
         return f"{value!r}, taken as 0"
+    if value > MAX_COUNTER:
+        return f"{_magnitude(value)} is larger than {MAX_COUNTER}, taken as {MAX_COUNTER}"
     if value < 0:
-        return f"{value!r} is negative, taken as 0"
+        return f"{_magnitude(value)} is negative, taken as 0"
     if isinstance(value, float) and not value.is_integer():
         return f"{value!r} is not a whole number, taken as {int(value)}"
     return None
 
 
+def _magnitude(value: int | float) -> str:
+    """A number as it can be shown: Python will not write out an int of more than 4,300 digits."""
+    if isinstance(value, int) and value.bit_length() > 64:
+        return f"a number of {int(value.bit_length() * math.log10(2)) + 1} digits"
+    return repr(value)
+
+
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return isinstance(value, int) or math.isfinite(value)  # isfinite overflows on a huge int
 
 
 class _Draft(msgspec.Struct, kw_only=True):
@@ -125,7 +136,7 @@ def _draft(item: Any, section: str, original_section: str | None, rejected: list
                 rejected.append(Rejected(reason="invalid_counter", detail=f"{key} of {shown}: {why}",
                                          item=to_jsonable(item)))
     elif _is_number(score):
-        helpful, harmful, source_format = max(int(score), 0), max(-int(score), 0), "dict_with_score"
+        helpful, harmful, source_format = _count(score), _count(-score), "dict_with_score"
     else:
         helpful, harmful, source_format = 0, 0, "dict_without_score"
         if score is not None:
@@ -136,7 +147,8 @@ def _draft(item: Any, section: str, original_section: str | None, rejected: list
     return _Draft(
         section=section, name=name, text=text, helpful=helpful, harmful=harmful, source_format=source_format,
         original_name=None if name is not None or raw_name is None else str(to_jsonable(raw_name)),
-        original_section=original_section, score=float(score) if _is_number(score) else None,
+        original_section=original_section,
+        score=float(min(max(score, -MAX_COUNTER), MAX_COUNTER)) if _is_number(score) else None,
     )
 
 
@@ -162,6 +174,10 @@ def normalize_playbook(data: Any) -> NormalizedPlaybook:
     if isinstance(sections, dict):
         file_format = "dual_key" if "key_points" in data else "sections"
         ignored = len(key_points) if isinstance(key_points, list) else int("key_points" in data)
+        if "key_points" in data:  # sections win (REQ-SECT-007); what is ignored is recorded, not lost
+            rejected.append(Rejected(reason="ignored_key_points",
+                                     detail="key_points ignored: the file also has sections",
+                                     item=to_jsonable(key_points)))
         for raw_section, items in sections.items():
             section, _unknown = resolve_section_detail(raw_section)
             original_section = None if raw_section == section else str(raw_section)

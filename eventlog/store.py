@@ -34,12 +34,14 @@ from .events import (
     RECORD_TAGS,
     Cause,
     Event,
+    RecordType,
     TailRepaired,
     TransactionCommitted,
     UnknownRecord,
     encoder,
     record_decoder,
     unknown_decoder,
+    encodable_record,
 )
 from .evolve import FOLD_VIEWS, CommitView, apply, apply_records, apply_transaction
 
@@ -125,6 +127,16 @@ def encode_line(record: msgspec.Struct, running: int) -> tuple[bytes, int]:
     h = zlib.crc32(prefix, running)
     line = prefix + _HASH_KEY + b"%08x" % h + b'"}\n'
     return line, zlib.crc32(line[-_TAIL:], h)
+
+
+def _encoded(record: RecordType, running: int) -> tuple[RecordType, bytes, int]:
+    """(record as written, its line, running CRC after it). What JSON cannot hold (a lone surrogate, a
+    number of thousands of digits inside a recorded request) is repaired, not fatal."""
+    try:
+        return (record, *encode_line(record, running))
+    except ValueError:  # UnicodeEncodeError, or an integer too long to write
+        record = encodable_record(record)
+        return (record, *encode_line(record, running))
 
 
 def split_hash(line: bytes) -> tuple[bytes, int] | None:
@@ -577,16 +589,15 @@ class JsonlEventStore:
         stamped: list[Event] = []
         for event in events:
             seq += 1
-            event = msgspec.structs.replace(event, seq=seq, tx=tx, at=at)
+            event, line, running = _encoded(msgspec.structs.replace(event, seq=seq, tx=tx, at=at), running)
             stamped.append(event)
-            line, running = encode_line(event, running)
             lines.append(line)
         seq += 1
         commit = TransactionCommitted(
             seq=seq, tx=tx, at=at, events=len(stamped), source=cause.source, session=cause.session,
             model=cause.model, analysis=cause.analysis, reasoning=cause.reasoning, note=cause.note,
         )
-        line, running = encode_line(commit, running)
+        commit, line, running = _encoded(commit, running)
         lines.append(line)
         payload = b"".join(lines)
         created = not self.path.exists()
@@ -643,13 +654,13 @@ class InMemoryEventStore:
         stamped = []
         for event in decided:
             seq += 1
-            stamped.append(msgspec.structs.replace(event, seq=seq, tx=tx, at=at))
+            stamped.append(_encoded(msgspec.structs.replace(event, seq=seq, tx=tx, at=at), 0)[0])
             apply(state, stamped[-1])
         seq += 1
         state.seq = seq
-        commit = TransactionCommitted(seq=seq, tx=tx, at=at, events=len(stamped), source=cause.source,
-                                      session=cause.session, model=cause.model, analysis=cause.analysis,
-                                      reasoning=cause.reasoning, note=cause.note)
+        commit = _encoded(TransactionCommitted(seq=seq, tx=tx, at=at, events=len(stamped), source=cause.source,
+                                               session=cause.session, model=cause.model, analysis=cause.analysis,
+                                               reasoning=cause.reasoning, note=cause.note), 0)[0]
         end = Position(offset=seq, seq=seq, hash="", line=seq)
         self.transactions.append(Transaction(events=stamped, commit=commit, start=position, end=end))
         return Committed(events=stamped, commit=commit, state=state, position=end)

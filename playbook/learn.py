@@ -35,6 +35,7 @@ from eventlog.decide import (
     decide_all,
 )
 from eventlog.domain import PendingLearning, PlaybookState
+from eventlog.errors import PlaybookError
 from eventlog.events import Cause
 from eventlog.evolve import fold
 from eventlog.store import FILE_MODE
@@ -169,8 +170,18 @@ def run_cycle(repo: PlaybookRepository, pending: PendingLearning) -> Outcome:
                              through_line=transcript.lines, cited=cited),
         ])
 
-    repo.append(decider, Cause(source=f"hook:{pending.hook}", session=pending.session, model=config.model,
-                               analysis=reflection["analysis"] or None, reasoning=curation["reasoning"] or None))
+    cause = Cause(source=f"hook:{pending.hook}", session=pending.session, model=config.model,
+                  analysis=reflection["analysis"] or None, reasoning=curation["reasoning"] or None)
+    try:
+        repo.append(decider, cause)
+    except PlaybookError:
+        raise  # the log cannot be written at all: the request stays pending for a later learner
+    except Exception as exc:
+        # Deciding on this reply failed: recorded as this cycle's failure, or the request would stay
+        # pending and every later learner would take it first and fail the same way.
+        error = f"learning failed while applying the reply: {type(exc).__name__}"
+        _finish(repo, FailLearning(request=pending.request, error=error, transcript=path), pending, config.model)
+        return Outcome(pending.request, "failed", error)
     return Outcome(pending.request, "completed")
 
 

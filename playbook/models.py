@@ -19,6 +19,7 @@ import anthropic
 import msgspec
 
 from eventlog.errors import PlaybookError
+from eventlog.events import encodable_json
 from projections.render import load_template
 
 from .api import format_playbook
@@ -91,6 +92,8 @@ def _describe(exc: Exception) -> str:
 
 async def complete(prompt: str, config: ModelConfig) -> str:
     """The model's text reply to `prompt`, retried as the module says. Raises ModelError."""
+    # A lone surrogate (from a transcript, an earlier reply or the playbook) cannot be sent as UTF-8.
+    prompt = encodable_json(prompt)
     client = anthropic.AsyncAnthropic(api_key=config.api_key, auth_token=config.auth_token,
                                       base_url=config.base_url, max_retries=0, timeout=REQUEST_TIMEOUT)
     try:

@@ -16,17 +16,18 @@ from typing import Any
 import msgspec
 
 from eventlog.domain import SECTION_SLUGS, KeyPoint, PendingLearning, PlaybookState
+from eventlog.events import encodable_json
 from eventlog.store import FILE_MODE, Position
 
 
-class Entry(msgspec.Struct):
+class Entry(msgspec.Struct, forbid_unknown_fields=True):
     name: str
     text: str
     helpful: int
     harmful: int
 
 
-class SnapshotLog(msgspec.Struct, kw_only=True):
+class SnapshotLog(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     offset: int
     seq: int
     hash: str
@@ -37,7 +38,7 @@ class SnapshotLog(msgspec.Struct, kw_only=True):
     digest: str = ""
 
 
-class SnapshotFile(msgspec.Struct, kw_only=True):
+class SnapshotFile(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     version: str
     last_updated: str | None
     sections: dict[str, list[Entry]]
@@ -98,6 +99,12 @@ class ReadSnapshot(msgspec.Struct):
     error: str | None = None
 
 
+def _int_or_infinity(digits: str) -> int | float:
+    """An integer of the file; one too long for Python to read (over 4,300 digits) is read as infinite,
+    which the import records as a counter it could not take, instead of losing the whole file."""
+    return int(digits) if len(digits) <= 4000 else float(digits)
+
+
 def read_snapshot(path: Path) -> ReadSnapshot | None:
     """The snapshot at `path`, or None when there is no file."""
     try:
@@ -118,7 +125,8 @@ def read_snapshot(path: Path) -> ReadSnapshot | None:
         error = exc
     try:
         # What Python's json reads and msgspec does not (a byte-order mark, NaN), if it can be written back.
-        data = json.loads(raw.decode("utf-8-sig"))
+        # A "\\ud800" escape is valid JSON but no UTF-8 can hold it: it is replaced, not the whole file lost.
+        data = encodable_json(json.loads(raw.decode("utf-8-sig"), parse_int=_int_or_infinity))
         msgspec.json.encode(data)
         return ReadSnapshot(data=data)
     except (ValueError, RecursionError, TypeError):

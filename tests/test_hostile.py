@@ -48,7 +48,7 @@ from hypothesis import strategies as st
 
 import playbook
 from eventlog.decide import ApplyOperations
-from eventlog.domain import MAX_TEXT_LENGTH, SECTION_SLUGS
+from eventlog.domain import MAX_COUNTER, MAX_TEXT_LENGTH, SECTION_SLUGS
 from eventlog.events import (
     Cause,
     KeyPointAdded,
@@ -65,6 +65,7 @@ from eventlog.events import (
     UnknownRecord,
 )
 from eventlog.legacy import normalize_playbook
+from eventlog.store import LogReader
 from playbook import cli
 from playbook.hooks import claude_config_dir, run_hook
 from playbook.install import hook_command
@@ -925,6 +926,71 @@ def test_names_with_odd_digits_are_kept_and_new_ids_follow_generate_keypoint_nam
     assert playbook.load_playbook() == loaded
 
 
+def test_a_lone_surrogate_in_a_text_is_saved_as_a_replacement_character(legacy_project):
+    pb = playbook.load_playbook()
+    pb = playbook.update_playbook_data(pb, {"new_key_points": ["good point", "half emoji \ud83d"],
+                                            "evaluations": [{"name": "x\udc00", "rating": "helpful",
+                                                             "rationale": "\ud800"}]})
+    playbook.save_playbook(pb)
+    texts = [e["text"] for e in playbook.load_playbook()["sections"]["OTHERS"]]
+    assert texts == ["good point", "half emoji \ufffd"]
+    assert [t.commit.seq for t in LogReader(legacy_project / ".claude" / "playbook.events.jsonl", strict=True)]
+
+
+def test_a_legacy_file_with_a_lone_surrogate_escape_keeps_its_other_entries(legacy_project):
+    entries = [{"name": f"kpt_{i:03d}", "text": f"point {i}", "helpful": i, "harmful": 0} for i in range(1, 6)]
+    entries[2]["text"] = "bad \ud800"  # json.dumps writes the escape: valid JSON, no UTF-8 for it
+    path = write_legacy(legacy_project, {"version": "1.0", "key_points": entries})
+    original = path.read_bytes()
+    loaded = playbook.load_playbook()["sections"]["OTHERS"]
+    assert [e["text"] for e in loaded] == ["point 1", "point 2", "bad \ufffd", "point 4", "point 5"]
+    assert [kept.read_bytes() for kept in path.parent.glob("playbook.json.legacy-*")] == [original]
+
+
+def test_ids_and_counters_of_thousands_of_digits_neither_raise_nor_poison_the_log(legacy_project):
+    playbook.save_playbook({"sections": {"PATTERNS & APPROACHES": [
+        {"name": "pat-" + "9" * 4300, "text": "odd id", "helpful": 0, "harmful": 0}]}})
+    pb = playbook.load_playbook()
+    pb["sections"]["PATTERNS & APPROACHES"].clear()
+    playbook.save_playbook(pb)
+    added = playbook.update_playbook_data(playbook.load_playbook(), {"new_key_points": [
+        {"text": "new", "section": "PATTERNS & APPROACHES"}]})
+    assert [e["name"] for e in added["sections"]["PATTERNS & APPROACHES"]] == ["pat-001"]
+    for name in ("pat-" + "5" * 5000, "kpt_" + "1" * 5000):
+        pb = {"sections": {"PATTERNS & APPROACHES": [{"name": name, "text": "x", "helpful": 10**5000,
+                                                      "harmful": -(10**5000)}]}}
+        entries = pb["sections"]["PATTERNS & APPROACHES"]
+        assert playbook.generate_keypoint_name(entries, "pat") == "pat-001"
+        assert "x" in playbook.format_playbook(pb)
+        out = playbook.apply_structured_operations(pb, [{"type": "ADD", "text": "y", "section": "PATTERNS & APPROACHES"}])
+        assert [(e["name"], e["helpful"]) for e in out["sections"]["PATTERNS & APPROACHES"]] == [
+            (name, MAX_COUNTER), ("pat-001", 0)]
+        playbook.save_playbook(pb)
+        assert playbook.load_playbook()["sections"]["PATTERNS & APPROACHES"][0]["helpful"] == MAX_COUNTER
+
+
+def test_a_legacy_file_with_numbers_python_cannot_read_is_imported(legacy_project):
+    path = legacy_project / ".claude" / "playbook.json"
+    path.write_text('{"key_points": [{"name": "kpt_002", "text": "x", "score": ' + "9" * 5000 + '}, '
+                    '{"name": "kpt_003", "text": "z", "helpful": -' + "9" * 5000 + "}, \"y\"]}")
+    loaded = playbook.load_playbook()["sections"]["OTHERS"]
+    assert [(e["name"], e["text"], e["helpful"]) for e in loaded] == [("kpt_002", "x", 0), ("kpt_003", "z", 0),
+                                                                        ("kpt_001", "y", 0)]
+
+
+def test_a_key_added_by_hand_to_playbook_json_is_recorded_not_lost(legacy_project):
+    pb = playbook.load_playbook()
+    playbook.update_playbook_data(pb, {"new_key_points": ["beta"]})
+    playbook.save_playbook(pb)
+    path = legacy_project / ".claude" / "playbook.json"
+    data = json.loads(path.read_text())
+    data["key_points"] = ["remember delta"]  # sections win (REQ-SECT-007): ignored, but kept in the log
+    path.write_text(json.dumps(data))
+    assert [e["text"] for e in playbook.load_playbook()["sections"]["OTHERS"]] == ["beta"]
+    skipped = [e for e in all_events(legacy_project) if isinstance(e, OperationSkipped)]
+    assert [(e.reason, e.operation) for e in skipped] == [("ignored_key_points", ["remember delta"])]
+
+
 def write_legacy(project: Path, data: object) -> Path:
     path = project / ".claude" / "playbook.json"
     path.write_bytes(data if isinstance(data, bytes) else json.dumps(data).encode())
@@ -992,12 +1058,14 @@ def test_counters_of_every_wrong_kind_are_imported_and_the_rejection_recorded(le
     write_legacy(legacy_project, data)
     pb = check_import(legacy_project, data)
     counters = {e["name"]: (e["helpful"], e["harmful"]) for e in pb["sections"]["PATTERNS & APPROACHES"]}
-    assert counters == {"pat-001": (0, 0), "pat-002": (0, 1), "pat-003": (2, 0), "pat-004": (10**30, int(1e300)),
+    assert counters == {"pat-001": (0, 0), "pat-002": (0, 1), "pat-003": (2, 0), "pat-004": (MAX_COUNTER, MAX_COUNTER),
                         "pat-005": (0, 0), "pat-006": (0, 0)}
     details = [e.detail for e in all_events(legacy_project) if isinstance(e, OperationSkipped)]
     assert details == [
         "helpful of pat-001: str '5', taken as 0", "harmful of pat-001: str 'lots', taken as 0",
         "helpful of pat-002: -3 is negative, taken as 0", "helpful of pat-003: 2.5 is not a whole number, taken as 2",
+        f"helpful of pat-004: a number of 31 digits is larger than {MAX_COUNTER}, taken as {MAX_COUNTER}",
+        f"harmful of pat-004: 1e+300 is larger than {MAX_COUNTER}, taken as {MAX_COUNTER}",
         "helpful of pat-005: NoneType None, taken as 0", "harmful of pat-005: bool True, taken as 0",
         "score of pat-006: str 'high', ignored"]
     original = [e.operation for e in all_events(legacy_project) if isinstance(e, OperationSkipped)][0]

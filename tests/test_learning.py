@@ -238,3 +238,34 @@ def test_parallel_subagents_finishing_together_all_land(project, tmp_path, monke
     assert sorted(e.transcript for e in done) == sorted(map(str, paths))
     assert texts(project)["pat-001"][1] == 4
     assert_no_secret(project)
+
+
+def test_a_reply_with_a_lone_surrogate_lands_with_a_replacement_character(project, transcript, monkeypatch):
+    # "\ud83d" alone is valid JSON and a valid Python string, but UTF-8 cannot hold it.
+    curation = {"reasoning": "half an emoji \ud83d", "operations": [{"type": "ADD", "text": "emoji \ud83d cut"}]}
+    reflection = {**REFLECTION, "bullet_tags": [{"name": "pat-001", "tag": "helpful", "rationale": "ok \udc00"}]}
+    with FakeAnthropic(models(reply_text(json.dumps(reflection)), reply_text(json.dumps(curation)))) as api:
+        use(api, monkeypatch)
+        request_learning(project, "SessionEnd", str(transcript), "session-\ud800", "other")
+        outcomes = learn_pending(project)
+    assert [o.status for o in outcomes] == ["completed"]
+    assert texts(project)["oth-001"] == ("emoji \ufffd cut", 0, 0)
+    last = transactions(project)[-1]
+    assert last.commit.reasoning == "half an emoji \ufffd" and last.commit.session == "session-\ufffd"
+
+
+def test_a_reply_that_cannot_be_applied_is_recorded_as_failed_not_left_pending(project, transcript, monkeypatch):
+    import playbook.learn
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug in deciding")
+
+    monkeypatch.setattr(playbook.learn, "decide_all", broken)
+    with FakeAnthropic(models()) as api:
+        use(api, monkeypatch)
+        request_learning(project, "SessionEnd", str(transcript), "session-1", "other")
+        outcomes = learn_pending(project)
+    assert [o.status for o in outcomes] == ["failed"]
+    failed = [e for e in transactions(project)[-1].events if isinstance(e, LearningFailed)]
+    assert failed and "RuntimeError" in failed[0].error
+    assert PlaybookRepository(project / ".claude").current()[0].pending == {}
