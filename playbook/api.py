@@ -58,7 +58,19 @@ class LoadedPlaybook(dict):
 def _remember(playbook: Any, result: Any, commands: list[Command]) -> None:
     """Note on `result` the commands that turned `playbook` into it, if `playbook` came from the log."""
     if isinstance(result, LoadedPlaybook) and isinstance(playbook, LoadedPlaybook) and playbook.origin is not None:
-        result.pending = [*playbook.pending, *commands]
+        result.pending = [*playbook.pending, *(_detached(command) for command in commands)]
+
+
+def _detached(command: Command) -> Command:
+    """`command` holding its own copy of what the caller passed in (operations, ratings, new key points).
+
+    The pending commands are replayed by `save_playbook`; a caller that reuses or edits its
+    extraction result afterwards must not change what is replayed.
+    """
+    try:
+        return copy.deepcopy(command)
+    except Exception:  # something that cannot be copied: it is replayed as it is
+        return command
 
 
 def _origin(playbook: Any) -> PlaybookState | None:
@@ -81,7 +93,12 @@ def _state_of(playbook: Any) -> PlaybookState:
 
 
 def _write_back(playbook: dict, state: PlaybookState) -> None:
-    """Make `playbook` hold `state`, in place, keeping the entry dicts and lists it already had."""
+    """Make `playbook` hold `state`, in place, keeping the entry dicts and lists it already had.
+
+    Each list and entry dict is kept for one section and one entry only: when the caller's
+    sections share a list (or entries share a dict), the later ones get fresh objects, so
+    writing one section never overwrites another.
+    """
     old_sections = playbook.get("sections")
     existing: dict[str, dict] = {}
     if isinstance(old_sections, dict):
@@ -89,19 +106,22 @@ def _write_back(playbook: dict, state: PlaybookState) -> None:
             for entry in entries if isinstance(entries, list) else []:
                 if isinstance(entry, dict) and isinstance(entry.get("name"), str):
                     existing.setdefault(entry["name"], entry)
+    reused: set[int] = set()  # ids of the caller's lists and entry dicts already given a new content
     new_sections: dict[str, list[dict]] = {}
     for section in SECTION_SLUGS:
         entries = []
         for kp in state.sections[section].values():
             entry = existing.get(kp.name)
-            if entry is None:
+            if entry is None or id(entry) in reused:
                 entry = {}
+            reused.add(id(entry))
             for stray in set(entry) - {"name", "text", "helpful", "harmful"}:
                 del entry[stray]
             entry.update(name=kp.name, text=kp.text, helpful=kp.helpful, harmful=kp.harmful)
             entries.append(entry)
         old = old_sections.get(section) if isinstance(old_sections, dict) else None
-        if isinstance(old, list):
+        if isinstance(old, list) and id(old) not in reused:
+            reused.add(id(old))
             old[:] = entries
             entries = old
         new_sections[section] = entries
@@ -188,9 +208,11 @@ def save_playbook(playbook: dict) -> None:
         return
     renamed = {e.proposed_name: e.name for e in committed.events if isinstance(e, KeyPointAdded) and e.proposed_name}
     if renamed:
+        done: set[int] = set()  # an entry dict met again (shared lists or entries) is renamed once
         for entries in playbook["sections"].values():
             for entry in entries if isinstance(entries, list) else []:
-                if isinstance(entry, dict) and entry.get("name") in renamed:
+                if isinstance(entry, dict) and id(entry) not in done and entry.get("name") in renamed:
+                    done.add(id(entry))
                     entry["name"] = renamed[entry["name"]]
     playbook["last_updated"] = committed.state.last_updated
     if isinstance(playbook, LoadedPlaybook):
