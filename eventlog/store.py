@@ -239,7 +239,9 @@ class LogReader:
                 try:
                     handle.seek(self.position.offset)
                     yield from self._fast(handle)
-                    return
+                    if self.torn is None:
+                        return
+                    self.torn = None  # the strict scan below tells a torn write from a damaged commit line
                 except _Recheck:
                     pass
             handle.seek(self.position.offset)
@@ -340,8 +342,14 @@ class LogReader:
                 if self.strict:
                     resume = None
                 else:
+                    resume = None
                     try:
-                        return self._fold_fast(handle, state, until)
+                        stopped = self._fold_fast(handle, state, until)
+                        if stopped or self.torn is None:
+                            return stopped
+                        # The fast path finds commit lines by their first bytes: a tail it could not close
+                        # is a write that never finished, or a damaged commit line. The strict scan tells.
+                        self.torn = None
                     except _Recheck as recheck:
                         resume = recheck.resume
                     handle.seek(self.position.offset)
@@ -476,10 +484,17 @@ def _fsync_dir(directory: Path) -> None:
 def fold_log(
     path: Path, state: PlaybookState, start: Position = Position(), until: int | None = None
 ) -> tuple[PlaybookState, Position, TornTail | None]:
-    """Fold the committed transactions after `start` (and ending by byte `until`) into `state`, in place."""
+    """Fold the committed transactions after `start` (and ending by byte `until`) into `state`, in place.
+
+    Returns the state, the position after the last transaction folded, and the torn tail when
+    the fold read to the end of the file (no `until`, or one at or past the end of the tail).
+    """
     reader = LogReader(path, start)
     stopped = reader.fold(state, until)
-    return state, reader.position, None if stopped else reader.torn
+    torn = reader.torn
+    if stopped or (torn is not None and until is not None and until < torn.offset + torn.length):
+        torn = None  # the caller asked for the log up to `until`, not for what lies after it
+    return state, reader.position, torn
 
 
 def hash_at(path: Path, position: Position) -> bool:

@@ -116,7 +116,10 @@ def strict_fold(path: Path, until: int | None = None) -> tuple[PlaybookState, Po
             return state, position, None
         apply_transaction(state, transaction.events, transaction.commit.seq, transaction.commit.at)
         position = transaction.end
-    return state, reader.position, reader.torn
+    torn = reader.torn
+    if torn is not None and until is not None and until < torn.offset + torn.length:
+        torn = None  # asked for the log up to `until` only
+    return state, reader.position, torn
 
 
 @pytest.fixture
@@ -243,3 +246,38 @@ def test_a_line_the_writer_never_wrote_is_found_even_when_it_decodes(tmp_path):
     with pytest.raises(CorruptLogError) as raised:
         fold_log(path, PlaybookState())
     assert raised.value.line == 3
+
+
+@pytest.mark.parametrize("damage", [b" ", b"\t", b"\r"])
+def test_a_damaged_last_commit_line_is_corruption_not_a_torn_tail_and_is_never_cut(tmp_path, damage):
+    path = tmp_path / "log.jsonl"
+    write_log(path, 30, seed=0)
+    data = path.read_bytes()
+    at = data.rindex(b'\n{"type":"TransactionCommitted"') + 2  # just after the last commit line's "{"
+    path.write_bytes(data[:at] + damage + data[at:])  # still JSON, still a commit; its hash no longer matches
+    line = data[:at].count(b"\n") + 1
+    with pytest.raises(CorruptLogError) as folded:
+        fold_log(path, PlaybookState())
+    with pytest.raises(CorruptLogError) as iterated:
+        list(LogReader(path))
+    assert folded.value.line == iterated.value.line == line
+    store = eventlog.store.JsonlEventStore(path)
+    before = path.read_bytes()
+    with pytest.raises(CorruptLogError), store.locked():
+        store.append_locked(PlaybookState(), Position(), lambda state: [], None)  # type: ignore[arg-type]
+    assert path.read_bytes() == before and not list(tmp_path.glob("log.jsonl.torn-*"))
+
+
+def test_a_stop_offset_inside_a_torn_tail_folds_like_the_strict_reader(tmp_path, monkeypatch):
+    path = tmp_path / "log.jsonl"
+    write_log(path, 60, seed=2)
+    data = path.read_bytes()
+    last_commit = data.rindex(b'\n{"type":"TransactionCommitted"') + 1
+    path.write_bytes(data[:last_commit])  # the writer died before the last commit line
+    previous_end = data.index(b"\n", data.rindex(b'\n{"type":"TransactionCommitted"', 0, last_commit - 1) + 1) + 1
+    for chunk_size in (64, 1 << 20):
+        monkeypatch.setattr(eventlog.store, "CHUNK_SIZE", chunk_size)
+        for until in (previous_end, previous_end + 1, last_commit - 1, last_commit, None):
+            folded = fold_log(path, PlaybookState(), until=until)
+            assert folded == strict_fold(path, until), (chunk_size, until)
+            assert folded[1].offset == previous_end and (folded[2] is None) == (until is not None and until < last_commit)
