@@ -456,6 +456,7 @@ def _replace_content(d: _Decision, command: ReplaceContent) -> None:
             d.emit(KeyPointDeleted(section=d.state.where[kp.name], name=kp.name, text=current.text,
                                    reason=f"removed by {origin}"))
     renamed: dict[str, str] = {}
+    found_in = {entry.name: entry.original_section for entry in normalized.entries}
     for section, kp in target.entries():
         before = base.get(kp.name)
         if before is None:
@@ -463,7 +464,8 @@ def _replace_content(d: _Decision, command: ReplaceContent) -> None:
             name = kp.name if d.state.get(kp.name) is None else next_name(d.state, section)
             renamed[kp.name] = name
             d.emit(KeyPointAdded(section=section, name=name, text=kp.text, helpful=kp.helpful, harmful=kp.harmful,
-                                 origin=origin, proposed_name=kp.name if name != kp.name else None))
+                                 origin=origin, proposed_name=kp.name if name != kp.name else None,
+                                 requested_section=found_in.get(kp.name)))
             continue
         current = d.state.get(kp.name)
         if current is None:

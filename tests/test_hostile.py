@@ -991,6 +991,19 @@ def test_a_key_added_by_hand_to_playbook_json_is_recorded_not_lost(legacy_projec
     assert [(e.reason, e.operation) for e in skipped] == [("ignored_key_points", ["remember delta"])]
 
 
+def test_an_entry_added_by_hand_under_an_unknown_section_records_where_it_was_found(legacy_project):
+    pb = playbook.load_playbook()
+    playbook.update_playbook_data(pb, {"new_key_points": ["beta"]})
+    playbook.save_playbook(pb)
+    path = legacy_project / ".claude" / "playbook.json"
+    data = json.loads(path.read_text())
+    data["sections"]["MY NOTES"] = [{"name": "note-1", "text": "by hand", "helpful": 0, "harmful": 0}]
+    path.write_text(json.dumps(data))
+    assert [e["name"] for e in playbook.load_playbook()["sections"]["OTHERS"]] == ["oth-001", "note-1"]
+    added = [e for e in all_events(legacy_project) if isinstance(e, KeyPointAdded) and e.name == "note-1"]
+    assert [(e.section, e.requested_section, e.origin) for e in added] == [("OTHERS", "MY NOTES", "manual_edit")]
+
+
 def write_legacy(project: Path, data: object) -> Path:
     path = project / ".claude" / "playbook.json"
     path.write_bytes(data if isinstance(data, bytes) else json.dumps(data).encode())
