@@ -129,7 +129,8 @@ def check_prefix(timeline: Timeline, text: str, digits_are_seq: bool = True) -> 
     if len(text) < 6:
         return
     txs = sorted({r.commit.tx for r in timeline.refs if r.commit.tx.startswith(text)})
-    if digits_are_seq and text.isdigit():
+    # the test Timeline.resolve applies (isdecimal, not isdigit: int() rejects "³")
+    if digits_are_seq and text.isdecimal() and len(text) < 16:
         if txs:  # Timeline.resolve reads all-digit text as a seq number first
             print(f"playbook: note: {text} is read as a seq number; it also begins transaction(s) "
                   f"{', '.join(txs[:3])} (give more characters to name a transaction)", file=sys.stderr)
@@ -268,7 +269,9 @@ def import_file(repo: PlaybookRepository, file: str) -> Imported:
         data = msgspec.json.decode(raw)
     except msgspec.DecodeError as exc:
         raise PlaybookError(f"{file} is not JSON ({exc}); nothing was imported") from exc
-    shown = str(path.resolve())
+    # A name that is not UTF-8 arrives with lone surrogates (surrogateescape), which the log cannot
+    # hold: its undecodable bytes are recorded as backslash escapes of the bytes (\xff).
+    shown = str(path.resolve()).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
     def decider(state: PlaybookState) -> list[Event]:
         # Decided under the lock: genesis only when the log is still empty.

@@ -34,6 +34,31 @@ def _out(lines: list[str] | str) -> None:
     sys.stdout.write(text + "\n")
 
 
+def _out_json(document) -> None:
+    """`document` as one JSON document on stdout (`report.to_json`)."""
+    from .report import to_json
+
+    try:
+        text = to_json(document)
+    except UnicodeEncodeError:
+        # A lone surrogate, which UTF-8 (and so JSON) cannot hold: a --project path or a name
+        # given on a command line that is not UTF-8. It is written as the text `\udcff`.
+        import msgspec
+
+        text = to_json(_encodable(msgspec.to_builtins(document)))
+    _out(text)
+
+
+def _encodable(value):
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_encodable(key): _encodable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_encodable(item) for item in value]
+    return value
+
+
 def _style():
     from .report import Style
 
@@ -67,7 +92,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         point = state_at(_timeline(args), when, before=args.before)
     label = None if when is None else f"{when} (just before)" if args.before else when
     if args.json:
-        _out(report.to_json(report.show_json(point, when)))
+        _out_json(report.show_json(point, when))
     else:
         _out(report.show_lines(point, _style(), label))
     return 0
@@ -86,7 +111,7 @@ def cmd_log(args: argparse.Namespace) -> int:
     selected = select(_timeline(args), n=args.n or None, session=args.session, entry=args.entry, types=types,
                       since=args.since, until=args.until)
     if args.json:
-        _out(report.to_json(report.log_json(selected)))
+        _out_json(report.log_json(selected))
     else:
         filtered = any(v is not None for v in (args.session, args.entry, types, args.since, args.until))
         _out(report.log_lines(selected, _style(), verbose=args.verbose, filtered=filtered))
@@ -98,7 +123,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
     items = _timeline(args).history(args.entry)
     if args.json:
-        _out(report.to_json(report.history_json(args.entry, items)))
+        _out_json(report.history_json(args.entry, items))
     else:
         _out(report.history_lines(args.entry, items, _style(), verbose=args.verbose))
     return 0
@@ -116,7 +141,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     b_label = args.b if args.b is not None else "now"
     change = diff(a.state, b.state)
     if args.json:
-        _out(report.to_json(report.diff_json(change, a, b, args.a, b_label)))
+        _out_json(report.diff_json(change, a, b, args.a, b_label))
     else:
         _out(report.diff_lines(change, a, b, args.a, b_label, _style()))
     return 0
@@ -129,7 +154,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     result = verify(repository(_project(args)))
     if args.json:
-        _out(report.to_json(report.verify_json(result)))
+        _out_json(report.verify_json(result))
     else:
         _out(report.verify_lines(result, _style()))
     return 0 if result.ok else 1
@@ -141,7 +166,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
     result = stats(repository(_project(args)))
     if args.json:
-        _out(report.to_json(report.stats_json(result)))
+        _out_json(report.stats_json(result))
     else:
         _out(report.stats_lines(result, _style()))
     return 0
@@ -160,9 +185,9 @@ def cmd_revert(args: argparse.Namespace) -> int:
         result = revert(repository(_project(args)), args.target, force=args.force, dry_run=args.dry_run)
     except RevertConflict as exc:
         if args.json:
-            _out(report.to_json({"transactions": None, "dry_run": args.dry_run, "applied": False, "tx": None,
-                                 "events": [], "conflicts": exc.conflicts,
-                                 "error": "later transactions changed the same entries"}))
+            _out_json({"transactions": None, "dry_run": args.dry_run, "applied": False, "tx": None,
+                       "events": [], "conflicts": exc.conflicts,
+                       "error": "later transactions changed the same entries"})
         style = report.Style.for_stream(sys.stderr)
         lines = [f"playbook: cannot revert {report.clean(args.target)}: later transactions changed the same entries:",
                  *report.conflict_lines(exc.conflicts, style),
@@ -170,7 +195,7 @@ def cmd_revert(args: argparse.Namespace) -> int:
         sys.stderr.write("\n".join(lines) + "\n")
         return 1
     if args.json:
-        _out(report.to_json(report.revert_json(result)))
+        _out_json(report.revert_json(result))
     else:
         _out(report.revert_lines(result, _style()))
     return 0
@@ -182,7 +207,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     result = import_file(repository(_project(args)), args.file)
     if args.json:
-        _out(report.to_json(report.import_json(result)))
+        _out_json(report.import_json(result))
     else:
         _out(report.import_lines(result, _style()))
     return 0
@@ -195,10 +220,8 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     removed = Timeline(repo).clear_checkpoints()  # checkpoints and the commit index; rebuild writes new ones
     position = repo.rebuild()
     if args.json:
-        from .report import to_json
-
-        _out(to_json({"snapshot": str(repo.snapshot_path), "seq": position.seq, "lines": position.line,
-                      "checkpoints_removed": removed}))
+        _out_json({"snapshot": str(repo.snapshot_path), "seq": position.seq, "lines": position.line,
+                   "checkpoints_removed": removed})
         return 0
     print(f"rebuilt {repo.snapshot_path} from {position.line} log lines (seq {position.seq})")
     if removed:

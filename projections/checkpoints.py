@@ -49,20 +49,29 @@ def save(directory: Path, state: PlaybookState, position: Position) -> None:
 def nearest(directory: Path, log: Path, seq: int, after: int = 0) -> Checkpoint | None:
     """The latest checkpoint at or before `seq` (and past `after`) that still matches the log."""
     try:
-        names = sorted((n for n in os.listdir(directory) if n.split(".")[0].isdigit() and n.endswith(".msgpack")),
-                       key=lambda n: int(n.split(".")[0]), reverse=True)
+        found = [(at, name) for name in os.listdir(directory) if (at := _seq_of(name)) is not None]
     except OSError:
         return None
-    for name in names:
-        if not after < int(name.split(".")[0]) <= seq:
+    for at, name in sorted(found, reverse=True):
+        if not after < at <= seq:
             continue
         try:
             saved = _decoder.decode((directory / name).read_bytes())
         except (OSError, msgspec.DecodeError, msgspec.ValidationError):
             continue
-        if hash_at(log, saved.position):
+        # a file whose content is not the checkpoint its name says could be past `seq`
+        if after < saved.position.seq <= seq and hash_at(log, saved.position):
             return saved
     return None
+
+
+def _seq_of(name: str) -> int | None:
+    """The seq of a checkpoint file's name (`50000.msgpack`, as `save` writes it), or None for any other
+    file in the directory (the commit index, a stray `².msgpack`): those are not checkpoints."""
+    stem, _, extension = name.partition(".")
+    if extension != "msgpack" or not stem.isdecimal():  # isdecimal, not isdigit: int() rejects "²"
+        return None
+    return int(stem)
 
 
 def clear(directory: Path) -> int:

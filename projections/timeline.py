@@ -253,7 +253,8 @@ class Timeline:
         """The log position a WHEN names: an ISO time, `2h` / `3d` ago, a seq number, a transaction
         id or a session id; for a transaction or session, the point just after it (or `before` it)."""
         text = when.strip()
-        if text.isdigit() and len(text) < 16:  # a seq needs no index: the fold stops at it
+        # isdecimal, not isdigit: int() rejects "³", which isdigit accepts.
+        if text.isdecimal() and len(text) < 16:  # a seq needs no index: the fold stops at it
             return Position(offset=-1, seq=max(int(text) - (1 if before else 0), 0))
         refs = self.refs
         matching = self.match(text)
@@ -391,13 +392,16 @@ class Timeline:
 
     def _transactions_mentioning(self, name: str, until: int | None) -> Iterator[Transaction]:
         """The transactions whose bytes contain `name` as a JSON string, oldest first, read on their own."""
+        needle = _json_string(name)
+        if needle is None:
+            return
         try:
             handle = open(self.path, "rb")
         except (FileNotFoundError, NotADirectoryError):
             return
         with handle:
             done = -1
-            for at in find_all(self.path, msgspec.json.encode(name)):
+            for at in find_all(self.path, needle):
                 if at < done:
                     continue  # inside the transaction just read
                 found = _transaction_around(handle, at)
@@ -531,8 +535,18 @@ def mentions(event: Event, name: str) -> bool:
     if name in touched_names(event):
         return True
     if isinstance(event, OperationSkipped):
-        return msgspec.json.encode(name) in msgspec.json.encode(event.operation)
+        needle = _json_string(name)
+        return needle is not None and needle in msgspec.json.encode(event.operation)
     return isinstance(event, LearningCompleted) and name in event.cited
+
+
+def _json_string(name: str) -> bytes | None:
+    """`name` as a JSON string in the log, or None when no record can hold it: a lone surrogate
+    (what a command-line argument that is not UTF-8 becomes) has no UTF-8 form, and the log is UTF-8."""
+    try:
+        return msgspec.json.encode(name)
+    except UnicodeEncodeError:
+        return None
 
 
 def _entry_after(kp: KeyPoint | None, event: Event, name: str) -> KeyPoint | None:
@@ -621,7 +635,10 @@ def _parse_time(text: str) -> datetime:
 def _moment(text: str, now: datetime | None) -> datetime | None:
     now = now or datetime.now(timezone.utc)
     if match := _RELATIVE.match(text):
-        return now - timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+        try:
+            return now - timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+        except OverflowError:  # beyond timedelta (999999999 days) or before datetime.min
+            raise TimelineError(f"{text!r} is too long ago: it reaches before the year 1") from None
     try:
         return _parse_time(text)
     except ValueError:

@@ -297,6 +297,81 @@ def test_unknown_points_are_one_line_errors(run, demo):
         assert result.err.count("\n") == 1 and result.err.startswith("playbook: "), result.err
 
 
+def assert_one_line_error(result: Run, code: int = 1) -> None:
+    assert result.code == code and result.out == "", (result.code, result.out)
+    assert result.err.count("\n") == 1 and result.err.startswith("playbook: "), result.err
+    assert "Traceback" not in result.err
+
+
+@pytest.mark.parametrize("argv", [
+    ["at", "999999999d"], ["at", "99999999999w"], ["at", "9" * 20 + "s"], ["show", "--at", "999999999d"],
+    ["diff", "999999999d"], ["diff", "0", "99999999999w"],
+    ["log", "--since", "999999999d"], ["log", "--until", "99999999999w"],
+], ids=" ".join)
+def test_a_time_ago_before_the_year_1_is_a_one_line_error(run, demo, argv):
+    result = run(*argv)
+    assert_one_line_error(result)
+    assert "is too long ago: it reaches before the year 1" in result.err
+
+
+@pytest.mark.parametrize("argv", [
+    ["at", "³"], ["show", "--at", "²"], ["at", "³^"], ["diff", "³"], ["diff", "0", "²²²²²²"],
+    ["log", "--since", "³"], ["log", "--until", "³³³³³³"],
+], ids=" ".join)
+def test_a_digit_int_does_not_read_is_an_unknown_when(run, demo, argv):
+    # "³".isdigit() is true but int("³") fails: a seq is what isdecimal (and int) accept
+    result = run(*argv)
+    assert_one_line_error(result)
+    assert "is neither a time, a duration ago, a seq, a transaction nor a session" in result.err
+
+
+def test_a_decimal_digit_of_another_script_is_a_seq(run, demo):
+    # "٣" (ARABIC-INDIC DIGIT THREE) is decimal: int() reads it, so it names seq 3 like "3"
+    arabic, ascii = run("at", "٣", "--json").json(), run("at", "3", "--json").json()
+    assert (arabic.pop("at"), ascii.pop("at")) == ("٣", "3")
+    assert arabic == ascii and arabic["seq"] <= 3
+
+
+def test_a_stray_file_in_the_checkpoint_directory_is_ignored(run, demo, repo):
+    expected = [run("at", "3", "--json").out, run("diff", "0", "3", "--json").out]
+    directory = repo.claude_dir / "playbook.checkpoints"
+    directory.mkdir(exist_ok=True)
+    for name in ("².msgpack", "³³.msgpack", "x.msgpack", "2.tmp.msgpack", "2.msgpack.tmp"):
+        (directory / name).write_bytes(b"not a checkpoint")
+    results = [run("at", "3", "--json"), run("diff", "0", "3", "--json"), run("show", "--at", "²")]
+    assert [r.code for r in results[:2]] == [0, 0] and [r.err for r in results[:2]] == ["", ""]
+    assert [r.out for r in results[:2]] == expected
+    assert_one_line_error(results[2])
+
+
+def test_a_checkpoint_whose_name_is_not_its_seq_is_not_used(run, demo, repo):
+    from projections import checkpoints
+
+    expected = run("at", "3", "--json").out
+    timeline = Timeline(repo)
+    end = timeline.refs[-1].end
+    directory = repo.claude_dir / "playbook.checkpoints"
+    checkpoints.save(directory, timeline.state_at(end), end)
+    (directory / f"{end.seq}.msgpack").rename(directory / "3.msgpack")  # the state at the end, named seq 3
+    result = run("at", "3", "--json")
+    assert result.code == 0 and result.out == expected
+
+
+def test_history_of_a_name_that_is_not_utf8_is_an_unknown_entry(run, demo):
+    # a byte that is not UTF-8 in argv reaches Python as a lone surrogate (surrogateescape)
+    for argv in (["history", "\udcff"], ["history", "\udcff", "--json"], ["history", "pat-\udcff01", "-v"]):
+        result = run(*argv)
+        assert_one_line_error(result)
+        assert result.err.startswith("playbook: no entry '") and "\\udcff" in result.err
+
+
+def test_log_entry_that_is_not_utf8_matches_nothing(run, demo):
+    result = run("log", "--entry", "\udcff")
+    assert (result.code, result.out, result.err) == (0, "(no transactions match)\n", "")
+    result = run("log", "--entry", "\udcff", "--type", "skipped", "--json", "-n", "0")
+    assert (result.code, result.json(), result.err) == (0, {"transactions": []}, "")
+
+
 # --- log ------------------------------------------------------------------------------------------------
 
 
@@ -701,6 +776,47 @@ def test_console_script_and_module(demo, project):
     missing = subprocess.run([console_script(), "--project", str(project), "history", "nope"], capture_output=True,
                              text=True, env=env, timeout=60)
     assert missing.returncode == 1 and missing.stderr == "playbook: no entry 'nope' in the log\n"
+
+
+@pytest.mark.parametrize("argv", [
+    [b"history", b"\xff"], [b"history", b"\xff", b"--json"], [b"at", b"999999999d"], [b"at", "³".encode()],
+    [b"log", b"--since", b"99999999999w"],
+], ids=lambda argv: " ".join(map(repr, argv)))
+def test_bad_when_or_name_from_a_real_command_line_is_one_line(demo, project, argv):
+    result = subprocess.run([console_script(), *argv], capture_output=True, env=subprocess_env(project), timeout=60)
+    assert result.returncode == 1 and result.stdout == b""
+    assert result.stderr.count(b"\n") == 1 and result.stderr.startswith(b"playbook: "), result.stderr
+    assert b"Traceback" not in result.stderr
+
+
+def test_log_entry_not_utf8_from_a_real_command_line_matches_nothing(demo, project):
+    result = subprocess.run([console_script(), "log", "--entry", b"\xff"], capture_output=True,
+                            env=subprocess_env(project), timeout=60)
+    assert (result.returncode, result.stdout, result.stderr) == (0, b"(no transactions match)\n", b"")
+
+
+def test_json_of_a_project_path_that_is_not_utf8(tmp_path, capsys):
+    project = tmp_path / "project-\udcff"  # the bytes b"project-\xff" on disk
+    project.mkdir()
+    documents = {}
+    for command in ("verify", "rebuild", "stats", "show"):
+        code = main(["--project", str(project), command, "--json"])
+        captured = capsys.readouterr()
+        assert code == 0 and captured.err == "", captured.err
+        documents[command] = json.loads(captured.out)
+    claude = str(project / ".claude").replace("\udcff", "\\udcff")  # written as the text \udcff
+    assert documents["verify"]["log"] == claude + "/playbook.events.jsonl"
+    assert documents["rebuild"]["snapshot"] == claude + "/playbook.json"
+
+
+def test_import_of_a_file_whose_name_is_not_utf8(run, tmp_path):
+    legacy = write_json(tmp_path / "legacy-\udcff.json", {"version": "1.0", "key_points": ["Keep it short"]})
+    result = run("import", str(legacy), "--json")
+    assert result.code == 0 and result.err == "", result.err
+    recorded = str(legacy.resolve()).replace("\udcff", "\\xff")  # the byte, as a backslash escape
+    assert result.json()["path"] == recorded
+    logged = run("log", "--json").json()["transactions"][0]
+    assert logged["note"] == f"playbook import {recorded}" and logged["events"][0]["path"] == recorded
 
 
 def test_broken_pipe_prints_no_traceback(repo, project):
