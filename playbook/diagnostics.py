@@ -21,6 +21,7 @@ from eventlog.events import (
     KeyPointUpdated,
     OperationSkipped,
     PlaybookImported,
+    SnapshotSetAside,
 )
 
 from .project import claude_dir
@@ -83,6 +84,12 @@ def describe(events: list[Event]) -> tuple[list[str], dict[str, list[str]]]:
                 line = f"pruned {name}: \"{_short(text)}\" (helpful={helpful}, harmful={harmful}) reason: {PRUNE_RULE}"
                 stderr.append(line)
                 note("playbook_pruning", line)
+            case PlaybookImported(file_format="unreadable", moved_aside=moved, error=error):
+                stderr.append(f"playbook.json could not be read ({error}); it is kept as {moved or 'nothing'} "
+                              "and the playbook starts empty")
+            case SnapshotSetAside(moved_to=moved, error=error):
+                stderr.append(f"playbook.json could not be read ({error}); it is kept as {moved or 'nothing'} "
+                              "and was rebuilt from the log")
             case PlaybookImported(file_format="flat", entries=count):
                 note("sections_migration", f"Migrated {count} entries from flat key_points to OTHERS section")
             case PlaybookImported(file_format="dual_key"):

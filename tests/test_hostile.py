@@ -1004,6 +1004,25 @@ def test_an_entry_added_by_hand_under_an_unknown_section_records_where_it_was_fo
     assert [(e.section, e.requested_section, e.origin) for e in added] == [("OTHERS", "MY NOTES", "manual_edit")]
 
 
+@pytest.mark.parametrize("log_first", [False, True])
+def test_an_unreadable_playbook_json_is_reported_on_one_line_with_where_it_is_kept(legacy_project, capsys,
+                                                                                   log_first):
+    if log_first:
+        playbook.save_playbook({"sections": {"OTHERS": [{"name": "oth-001", "text": "a", "helpful": 0,
+                                                         "harmful": 0}]}})
+        capsys.readouterr()
+    path = legacy_project / ".claude" / "playbook.json"
+    path.write_bytes(b'{"key_points": ["a", "b",]}')  # a trailing comma
+    texts = [e["text"] for e in playbook.load_playbook()["sections"]["OTHERS"]]
+    assert texts == (["a"] if log_first else [])
+    kept = list(path.parent.glob("playbook.json.unreadable-*"))
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("playbook: playbook.json could not be read")
+    assert len(kept) == 1 and kept[0].name in lines[0]
+    playbook.load_playbook()
+    assert capsys.readouterr().err == ""  # said once, when it happened
+
+
 def write_legacy(project: Path, data: object) -> Path:
     path = project / ".claude" / "playbook.json"
     path.write_bytes(data if isinstance(data, bytes) else json.dumps(data).encode())
