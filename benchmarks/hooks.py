@@ -59,7 +59,7 @@ def session_start_name(entries: int) -> str:
 
 def measure(runs: int = 40, entries: int = 500) -> dict[str, list[float]]:
     """Seconds per run of each command (interleaved run by run), by name; the first is the bare interpreter."""
-    with tempfile.TemporaryDirectory(prefix="bench-hooks-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench-hooks-", ignore_cleanup_errors=True) as tmp:
         project = Path(tmp) / "project"
         project.mkdir()
         seed(project, entries)
@@ -94,7 +94,25 @@ def measure(runs: int = 40, entries: int = 500) -> dict[str, list[float]]:
         for _ in range(runs):
             for name, command, stdin, environment in commands:
                 samples[name] += timed(command, stdin, environment, project, 1)
+        wait_for_learners(project)
         return samples
+
+
+def wait_for_learners(project: Path, timeout: float = 60.0) -> None:
+    """Let the learners the SessionEnd runs started finish (without an API key each records a skip
+    and exits), so the project can be removed: one still writing makes the removal fail."""
+    from playbook.learn import learning_lock
+    from projections.repository import PlaybookRepository
+
+    repo = PlaybookRepository(project / ".claude")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with learning_lock(project):  # the learner at work, if any, is done when this is taken
+            pending = repo.current()[0].pending
+        if not pending:
+            time.sleep(0.2)  # a learner started last finds nothing to do and exits
+            return
+        time.sleep(0.1)
 
 
 def main(argv: list[str] | None = None) -> int:
