@@ -20,7 +20,6 @@ import os
 import signal
 import uuid
 import zlib
-from zlib import crc32
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -137,6 +136,11 @@ def _encoded(record: RecordType, running: int) -> tuple[RecordType, bytes, int]:
     except ValueError:  # UnicodeEncodeError, or an integer too long to write
         record = encodable_record(record)
         return (record, *encode_line(record, running))
+
+
+def _commit_record(seq: int, tx: str, at: str, events: int, cause: Cause) -> TransactionCommitted:
+    return TransactionCommitted(seq=seq, tx=tx, at=at, events=events, source=cause.source, session=cause.session,
+                                model=cause.model, analysis=cause.analysis, reasoning=cause.reasoning, note=cause.note)
 
 
 def split_hash(line: bytes) -> tuple[bytes, int] | None:
@@ -339,10 +343,8 @@ class LogReader:
         with handle:
             while True:
                 handle.seek(self.position.offset)
-                if self.strict:
-                    resume = None
-                else:
-                    resume = None
+                resume = None
+                if not self.strict:
                     try:
                         stopped = self._fold_fast(handle, state, until)
                         if stopped or self.torn is None:
@@ -398,16 +400,16 @@ class LogReader:
                         raise _Recheck(offset + size) from None
                     if (type(commit) is not CommitView or commit.seq != self.position.seq + index + 1
                             or buffer[end - _TAIL : end - 11] != _HASH_KEY
-                            or h != crc32(chunk[: end - _TAIL], running)):
+                            or h != zlib.crc32(chunk[: end - _TAIL], running)):
                         raise _Recheck(offset + size)
                     apply_records(state, records[: index + 1])
-                    running = crc32(chunk[end - _TAIL : end], h)
+                    running = zlib.crc32(chunk[end - _TAIL : end], h)
                     self.position = Position(offset + end, commit.seq, "%08x" % running, self.position.line + index + 1)
                     pending = records[index + 1 :]
-                    running = crc32(chunk[end:], running)
+                    running = zlib.crc32(chunk[end:], running)
                 else:
                     pending = records
-                    running = crc32(chunk, running)
+                    running = zlib.crc32(chunk, running)
                 del chunk
             if stop:
                 return True
@@ -608,11 +610,7 @@ class JsonlEventStore:
             stamped.append(event)
             lines.append(line)
         seq += 1
-        commit = TransactionCommitted(
-            seq=seq, tx=tx, at=at, events=len(stamped), source=cause.source, session=cause.session,
-            model=cause.model, analysis=cause.analysis, reasoning=cause.reasoning, note=cause.note,
-        )
-        commit, line, running = _encoded(commit, running)
+        commit, line, running = _encoded(_commit_record(seq, tx, at, len(stamped), cause), running)
         lines.append(line)
         payload = b"".join(lines)
         created = not self.path.exists()
@@ -673,9 +671,7 @@ class InMemoryEventStore:
             apply(state, stamped[-1])
         seq += 1
         state.seq = seq
-        commit = _encoded(TransactionCommitted(seq=seq, tx=tx, at=at, events=len(stamped), source=cause.source,
-                                               session=cause.session, model=cause.model, analysis=cause.analysis,
-                                               reasoning=cause.reasoning, note=cause.note), 0)[0]
+        commit = _encoded(_commit_record(seq, tx, at, len(stamped), cause), 0)[0]
         end = Position(offset=seq, seq=seq, hash="", line=seq)
         self.transactions.append(Transaction(events=stamped, commit=commit, start=position, end=end))
         return Committed(events=stamped, commit=commit, state=state, position=end)

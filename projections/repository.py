@@ -25,7 +25,7 @@ from eventlog.store import Committed, JsonlEventStore, Position, fault, fold_log
 
 from . import checkpoints
 from .injection import INJECTION_NAME, hook_output, injection_file
-from .snapshot import ReadSnapshot, read_snapshot, render, state_of, write_atomically
+from .snapshot import ReadSnapshot, claimed_position, read_snapshot, render, state_of, write_atomically
 
 LOG_NAME = "playbook.events.jsonl"
 SNAPSHOT_NAME = "playbook.json"
@@ -207,13 +207,8 @@ class PlaybookRepository:
 
     def _claimed_base(self, data: object) -> PlaybookState | None:
         """The state at the log position an edited snapshot still claims, if that claim holds."""
-        log = data.get("log") if isinstance(data, dict) else None
-        try:
-            position = Position(offset=int(log["offset"]), seq=int(log["seq"]), hash=str(log["hash"]),
-                                line=int(log["line"]))
-        except (TypeError, KeyError, ValueError):
-            return None
-        if not hash_at(self.store.path, position):
+        position = claimed_position(data)
+        if position is None or not hash_at(self.store.path, position):
             return None
         return fold_log(self.store.path, PlaybookState(), until=position.offset)[0]
 

@@ -133,6 +133,15 @@ def read_snapshot(path: Path) -> ReadSnapshot | None:
         return ReadSnapshot(error=f"{path} is not JSON: {str(error).splitlines()[0][:200]}")
 
 
+def claimed_position(data: object) -> Position | None:
+    """The log position a playbook.json (parsed, perhaps edited by hand) says it reflects, if it says one."""
+    log = data.get("log") if isinstance(data, dict) else None
+    try:
+        return Position(offset=int(log["offset"]), seq=int(log["seq"]), hash=str(log["hash"]), line=int(log["line"]))
+    except (TypeError, KeyError, ValueError):
+        return None
+
+
 def state_of(snapshot: SnapshotFile) -> tuple[PlaybookState, Position]:
     """The state and log position an untouched snapshot records."""
     assert snapshot.log is not None

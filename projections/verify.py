@@ -10,10 +10,10 @@ import msgspec
 from eventlog.domain import PlaybookState
 from eventlog.errors import CorruptLogError
 from eventlog.evolve import apply_transaction
-from eventlog.store import LogReader, Position
+from eventlog.store import LogReader, Position, fold_log
 
 from .repository import PlaybookRepository
-from .snapshot import read_snapshot, render
+from .snapshot import claimed_position, read_snapshot, render
 
 
 class Problem(msgspec.Struct, frozen=True):
@@ -95,17 +95,10 @@ def _check_snapshot(repo: PlaybookRepository, state: PlaybookState, position: Po
 
 def _claimed(repo: PlaybookRepository, data: object, fallback: list[bytes]) -> list[bytes]:
     """The lines the snapshot would have at the log position it claims, when that claim holds."""
-    log = data.get("log") if isinstance(data, dict) else None
-    try:
-        position = Position(offset=int(log["offset"]), seq=int(log["seq"]), hash=str(log["hash"]),
-                            line=int(log["line"]))
-    except (TypeError, KeyError, ValueError):
+    position = claimed_position(data)
+    if position is None:
         return fallback
-    state = PlaybookState()
-    for transaction in LogReader(repo.store.path):
-        if transaction.end.offset > position.offset:
-            break
-        apply_transaction(state, transaction.events, transaction.commit.seq, transaction.commit.at)
+    state = fold_log(repo.store.path, PlaybookState(), until=position.offset)[0]
     return render(state, position).splitlines()
 
 

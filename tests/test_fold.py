@@ -122,28 +122,29 @@ def strict_fold(path: Path, until: int | None = None) -> tuple[PlaybookState, Po
     return state, reader.position, torn
 
 
+def _refuse_strict_scan(self, handle):
+    raise AssertionError("the fold fell back to the strict scan")
+    yield  # pragma: no cover
+
+
 @pytest.fixture
 def no_strict_scan(monkeypatch):
     """Fail the test if the fold falls back to the strict scan: the fast road must carry it alone."""
-    def refuse(self, handle):
-        raise AssertionError("the fold fell back to the strict scan")
-        yield  # pragma: no cover
-
-    monkeypatch.setattr(LogReader, "_strict", refuse)
+    monkeypatch.setattr(LogReader, "_strict", _refuse_strict_scan)
 
 
 def test_every_record_type_has_a_fold_view():
     assert set(_READS) == {*EVENT_TYPES, TransactionCommitted}
 
 
-def test_every_event_type_folds_the_same_through_views_and_through_records(tmp_path, monkeypatch):
+def test_every_event_type_folds_the_same_through_views_and_through_records(tmp_path):
     assert {type(e) for events in EVERY_TYPE for e in events} == set(EVENT_TYPES)
     path = tmp_path / "log.jsonl"
     records = write_transactions(path, EVERY_TYPE)
     expected = strict_fold(path)
     by_events = fold([r for r in records if not isinstance(r, TransactionCommitted)])
-    with monkeypatch.context() as patch:
-        patch.setattr(LogReader, "_strict", lambda self, handle: pytest.fail("fell back to the strict scan"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(LogReader, "_strict", _refuse_strict_scan)
         folded = fold_log(path, PlaybookState())
     assert folded == expected
     assert folded[0] == msgspec.structs.replace(by_events, seq=records[-1].seq)  # fold sees no commits
