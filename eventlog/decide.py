@@ -408,10 +408,25 @@ def import_events(normalized: NormalizedPlaybook, path: str, genesis: bool, kept
 
 def _import_legacy(d: _Decision, command: ImportLegacy) -> None:
     normalized = normalize_playbook(command.data)
+    present: list[OperationSkipped] = []
     if not command.genesis:
+        # An entry whose text the playbook already holds is not imported again: importing the same
+        # file twice would otherwise double every entry under new ids.
+        held = {kp.text: kp.name for _, kp in d.state.entries()}
+        kept = []
+        for index, entry in enumerate(normalized.entries):
+            if entry.text in held:
+                present.append(OperationSkipped(
+                    kind="import", reason=SkipReason.DUPLICATE_TEXT, index=index,
+                    detail=f"already in the playbook as {held[entry.text]}",
+                    operation={"name": entry.original_name or entry.name, "text": entry.text}))
+            else:
+                kept.append(entry)
         # Into a live log, an imported name must not collide with an existing one.
-        normalized = _rename_for(d.state, normalized)
+        normalized = _rename_for(d.state, msgspec.structs.replace(normalized, entries=kept))
     for event in import_events(normalized, command.path, command.genesis, command.kept_at):
+        d.emit(event)
+    for event in present:
         d.emit(event)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from eventlog.decide import ImportLegacy, ReplaceContent, decide
+from eventlog.decide import ImportLegacy, ReplaceContent, SkipReason, decide
 from eventlog.domain import SECTION_SLUGS, PlaybookState
 from eventlog.errors import PlaybookError
 from eventlog.events import (
@@ -121,6 +121,17 @@ def resolve(timeline: Timeline, when: str, before: bool = False) -> Position:
     if not text:
         raise UsageError(f"{when!r} names no point in the log")
     check_prefix(timeline, text)
+    if text.isdecimal() and len(text) < 16:  # what Timeline.resolve reads as a seq number
+        refs = timeline.refs
+        last = refs[-1].end.seq if refs else 0
+        if int(text) > last:
+            # Past the end: a short id of a session or transaction made of digits, or a mistake
+            # that must not silently show the end of the log.
+            matching = timeline.match(text) if len(text) >= 6 else []
+            if matching:
+                index = matching[0] if before else matching[-1]
+                return refs[index].start if before else refs[index].end
+            raise TimelineError(f"seq {text} is past the end of the log (the last seq is {last})")
     return timeline.resolve(text, before=before)
 
 
@@ -131,7 +142,8 @@ def check_prefix(timeline: Timeline, text: str, digits_are_seq: bool = True) -> 
     txs = sorted({r.commit.tx for r in timeline.refs if r.commit.tx.startswith(text)})
     # the test Timeline.resolve applies (isdecimal, not isdigit: int() rejects "³")
     if digits_are_seq and text.isdecimal() and len(text) < 16:
-        if txs:  # Timeline.resolve reads all-digit text as a seq number first
+        refs = timeline.refs
+        if txs and int(text) <= (refs[-1].end.seq if refs else 0):  # read as a seq number first
             print(f"playbook: note: {text} is read as a seq number; it also begins transaction(s) "
                   f"{', '.join(txs[:3])} (give more characters to name a transaction)", file=sys.stderr)
         return
@@ -256,6 +268,8 @@ class Imported(msgspec.Struct):
     header: PlaybookImported | None
     entries: list[KeyPointImported]
     rejected: list[OperationSkipped]
+    present: list[OperationSkipped] = []
+    """Entries not imported because the playbook already holds their text."""
 
 
 def import_file(repo: PlaybookRepository, file: str) -> Imported:
@@ -273,17 +287,26 @@ def import_file(repo: PlaybookRepository, file: str) -> Imported:
     # hold: its undecodable bytes are recorded as backslash escapes of the bytes (\xff).
     shown = str(path.resolve()).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
+    decided: list[Event] = []
+
     def decider(state: PlaybookState) -> list[Event]:
         # Decided under the lock: genesis only when the log is still empty.
-        return decide(state, ImportLegacy(data=data, path=shown, genesis=state.seq == 0))
+        decided[:] = decide(state, ImportLegacy(data=data, path=shown, genesis=state.seq == 0))
+        if not any(isinstance(e, KeyPointImported) for e in decided) and all(
+                e.reason == SkipReason.DUPLICATE_TEXT for e in decided if isinstance(e, OperationSkipped)) and any(
+                isinstance(e, OperationSkipped) for e in decided):
+            return []  # every entry is already in the playbook: nothing to record
+        return decided
 
     committed = repo.append(decider, Cause(source="import", note=f"playbook import {shown}"))
-    events = committed.events if committed is not None else []
+    events = committed.events if committed is not None else decided
+    skipped = [e for e in events if isinstance(e, OperationSkipped)]
     return Imported(
         path=shown, committed=committed,
         header=next((e for e in events if isinstance(e, PlaybookImported)), None),
         entries=[e for e in events if isinstance(e, KeyPointImported)],
-        rejected=[e for e in events if isinstance(e, OperationSkipped)],
+        rejected=[e for e in skipped if e.reason != SkipReason.DUPLICATE_TEXT],
+        present=[e for e in skipped if e.reason == SkipReason.DUPLICATE_TEXT],
     )
 
 

@@ -19,14 +19,22 @@ from .project import get_project_dir, repository
 
 EPILOG = """\
 WHEN is an ISO time (2026-11-22T10:00), a time ago (30m, 2h, 3d, 1w), a seq
-number, a transaction id (or a prefix of 6+ characters) or a session id; a
+number, a transaction id or a session id (or a prefix of 6+ characters); a
 trailing ^ (or --before) means just before that transaction or session instead
 of just after."""
 
 
 def _project(args: argparse.Namespace) -> Path:
+    """The project a command works on; one given with `--project` must be an existing directory."""
     project = getattr(args, "project", None)
-    return Path(project) if project else get_project_dir()
+    if not project:
+        return get_project_dir()
+    path = Path(project)
+    if not path.is_dir():
+        # Reading on would show an empty playbook of a project that is not there, with exit 0.
+        what = "is not a directory" if path.exists() else "does not exist"
+        raise PlaybookError(f"project {project} {what}")
+    return path
 
 
 def _out(lines: list[str] | str) -> None:
@@ -290,21 +298,23 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     reading, plain = [_common(json=True)], [_common(json=False)]
 
-    def add(name: str, run, text: str, parents=reading) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, help=text, description=text, parents=parents, epilog=EPILOG,
+    def add(name: str, run, text: str, parents=reading, when: bool = False) -> argparse.ArgumentParser:
+        # The WHEN help goes only under the commands that take a WHEN.
+        sub = commands.add_parser(name, help=text, description=text, parents=parents,
+                                  epilog=EPILOG if when else None,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
         sub.set_defaults(run=run)
         return sub
 
-    show = add("show", cmd_show, "the playbook as it is injected (or as it was at WHEN), with totals")
+    show = add("show", cmd_show, "the playbook as it is injected (or as it was at WHEN), with totals", when=True)
     show.add_argument("--at", metavar="WHEN", help="the playbook as it was at WHEN")
     show.add_argument("--before", action="store_true", help="with --at: just before that transaction or session")
 
-    at = add("at", cmd_at, "the playbook as it was at WHEN (same as show --at WHEN)")
+    at = add("at", cmd_at, "the playbook as it was at WHEN (same as show --at WHEN)", when=True)
     at.add_argument("when", metavar="WHEN")
     at.add_argument("--before", action="store_true", help="just before that transaction or session")
 
-    log = add("log", cmd_log, "transactions, newest first: when, why, and the events inside")
+    log = add("log", cmd_log, "transactions, newest first: when, why, and the events inside", when=True)
     log.add_argument("--session", metavar="ID", help="only transactions of this Claude Code session")
     log.add_argument("--entry", metavar="ID", help="only transactions whose events concern this entry")
     log.add_argument("--type", metavar="T", action="append",
@@ -321,7 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     history.add_argument("entry", metavar="ENTRY")
     history.add_argument("-v", "--verbose", action="store_true", help="full texts")
 
-    diff = add("diff", cmd_diff, "how the playbook at B differs from the playbook at A")
+    diff = add("diff", cmd_diff, "how the playbook at B differs from the playbook at A", when=True)
     diff.add_argument("a", metavar="A", help="a WHEN")
     diff.add_argument("b", metavar="B", nargs="?", help="a WHEN (default: the end of the log)")
 

@@ -70,6 +70,10 @@ def describe(events: list[Event]) -> tuple[list[str], dict[str, list[str]]]:
                 note("curator_invalid_operation", detail)
                 if "unknown:" in detail:
                     note("curator_unknown_id", detail)
+            case OperationSkipped(kind="change", reason="empty_text" | "invalid_text" | "not_an_object" as reason,
+                                  detail=detail, operation=item):
+                note("curator_invalid_operation", f"{reason}: {detail}")
+                stderr.append(hand_edit_problem(detail, item))
             case OperationSkipped(kind=kind, reason=reason, detail=detail) if kind != "import":
                 note("curator_invalid_operation", f"{reason}: {detail}")
             case KeyPointAdded(requested_section=str() as requested, text=text):
@@ -98,6 +102,24 @@ def describe(events: list[Event]) -> tuple[list[str], dict[str, list[str]]]:
             case KeyPointImported(source_format="dict_with_score" | "bare_string" as fmt, name=name):
                 note("playbook_migration", f"{name}: migrated from {fmt.replace('_', ' ')}")
     return stderr, notes
+
+
+ENTRY_FIELDS = ("name", "text", "helpful", "harmful")
+"""The fields of an entry of playbook.json (`score` is read too, from files of the older tool)."""
+
+
+def hand_edit_problem(detail: str, item: object) -> str:
+    """The line that tells a user why an entry they wrote was not taken in, and what an entry looks like."""
+    import json
+
+    shown = json.dumps(item, ensure_ascii=False)
+    shown = shown if len(shown) <= 120 else shown[:119] + "…"
+    line = f"an entry of playbook.json was not taken in ({detail}): {shown}"
+    if isinstance(item, dict):
+        unknown = sorted(str(key) for key in item if key not in (*ENTRY_FIELDS, "score"))
+        if unknown:
+            line += f"; unknown field{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}"
+    return line + '; an entry is {"name": "pat-001", "text": "...", "helpful": 0, "harmful": 0}'
 
 
 def report(events: list[Event]) -> None:

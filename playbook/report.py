@@ -646,9 +646,13 @@ def import_lines(result: Imported, style: Style) -> list[str]:
     count = len(result.entries)
     fmt = clean(header.file_format) if header is not None else "?"
     tx = clean(result.committed.commit.tx) if result.committed is not None else "-"
+    present = len(result.present)
+    if result.committed is None and present:
+        return [f"nothing imported from {clean(result.path)}: its {present} entr{'ies are' if present != 1 else 'y is'} "
+                "already in the playbook"]
     lines = [f"imported {count} entr{'ies' if count != 1 else 'y'} from {clean(result.path)}"]  # a path: not wrapped
     lines.append(f"format {fmt}; transaction {tx}")
-    for event in [*result.entries, *result.rejected]:
+    for event in [*result.entries, *result.rejected, *result.present]:
         lines += event_lines(event, style, False)
     if header is not None and header.ignored_key_points:
         lines.append(f"  {header.ignored_key_points} key_points ignored: the file also has sections")
@@ -664,6 +668,7 @@ def import_json(result: Imported) -> dict:
         "ignored_key_points": header.ignored_key_points if header is not None else 0,
         "imported": [event_json(e) for e in result.entries],
         "rejected": [event_json(e) for e in result.rejected],
+        "already_present": [event_json(e) for e in result.present],
     }
 
 

@@ -246,8 +246,16 @@ class Timeline:
         return found
 
     def match(self, text: str) -> list[int]:
-        """Indexes of the transactions `text` names: one transaction, or every transaction of a session."""
-        return self.match_tx(text) or [i for i, r in enumerate(self.refs) if r.commit.session == text]
+        """Indexes of the transactions `text` names: one transaction, or every transaction of a session
+        (its full id, or a prefix of 6+ characters that only one session has). Raises TimelineError on
+        an ambiguous prefix."""
+        found = self.match_tx(text) or [i for i, r in enumerate(self.refs) if r.commit.session == text]
+        if found or len(text) < 6:
+            return found
+        sessions = sorted({r.commit.session for r in self.refs if r.commit.session and r.commit.session.startswith(text)})
+        if len(sessions) > 1:
+            raise TimelineError(f"{text!r} is ambiguous: it begins {len(sessions)} sessions ({', '.join(sessions[:5])})")
+        return [i for i, r in enumerate(self.refs) if sessions and r.commit.session == sessions[0]]
 
     def resolve(self, when: str, before: bool = False, now: datetime | None = None) -> Position:
         """The log position a WHEN names: an ISO time, `2h` / `3d` ago, a seq number, a transaction

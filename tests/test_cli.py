@@ -589,11 +589,18 @@ def test_a_transaction_prefix_shared_by_two_transactions_is_refused(run, repo, m
                                                    "abcdef0100000000, abcdef0200000000\n")
     assert log_lines(repo) == lines
     assert run("at", "abcdef01", "--json").json()["tx"] == "abcdef0100000000"
-    # all digits: a seq number first (Timeline.resolve's rule), and a note when it also begins a transaction
+    # all digits: a seq number while the log reaches it, with a note when it also begins a transaction;
+    # past the end of the log it can only be the transaction it begins
+    result = run("at", "000004", "--json")
+    assert result.code == 0 and result.json()["seq"] == 4 and result.err == ""
     result = run("at", "123456", "--json")
+    assert result.code == 0 and result.json()["tx"] == "1234567800000000" and result.err == ""
+    ids = iter(["00000600" + "0" * 24])
+    repo.append([ApplyOperations([{"type": "ADD", "text": "four"}])], Cause(source="test"))
+    result = run("at", "000006", "--json")
     assert result.code == 0 and result.json()["seq"] == 6
-    assert result.err.startswith("playbook: note: 123456 is read as a seq number; it also begins transaction(s) "
-                                 "1234567800000000")
+    assert result.err.startswith("playbook: note: 000006 is read as a seq number; it also begins transaction(s) "
+                                 "0000060000000000")
     assert run("revert", "123456", "--dry-run").out.startswith("would revert 1 transaction: 1234567800000000")
 
 
