@@ -1,4 +1,10 @@
-"""Installing the hooks into Claude Code's settings.json, and removing exactly them again."""
+"""Installing the hooks into Claude Code's settings.json, and removing exactly them again.
+
+Every hook command names this environment's interpreter by its absolute path and runs it
+isolated (`-I`): nothing is imported from the project Claude Code runs the hook in, from
+`PYTHONPATH` or from the user's site-packages, so a repository with its own `playbook/`
+package cannot make a hook run its code.
+"""
 
 from __future__ import annotations
 
@@ -27,11 +33,12 @@ def _quote(path: str) -> str:
 
 
 def hook_command(event: str, python: str | None = None) -> str:
-    """The command Claude Code runs for `event`: this interpreter, named directly (no shim, no PATH)."""
+    """The command Claude Code runs for `event`: this interpreter, named directly (no shim, no PATH),
+    isolated from the current directory and the environment's Python variables."""
     python = python or sys.executable
     if event == "SessionStart":
-        return f"{_quote(python)} -S {_quote(os.path.abspath(inject.__file__))}"
-    return f"{_quote(python)} -m playbook hook {event}"
+        return f"{_quote(python)} -I -S {_quote(os.path.abspath(inject.__file__))}"
+    return f"{_quote(python)} -I -m playbook hook {event}"
 
 
 def is_ours(hook: Any) -> bool:
@@ -39,8 +46,19 @@ def is_ours(hook: Any) -> bool:
     return isinstance(command, str) and any(marker in command for marker in _MARKERS)
 
 
+def user_config_dir() -> Path:
+    """Claude Code's user configuration directory: `$CLAUDE_CONFIG_DIR`, else `~/.claude`."""
+    configured = os.environ.get("CLAUDE_CONFIG_DIR")
+    return Path(configured).expanduser() if configured else Path.home() / ".claude"
+
+
 def settings_path(user: bool, project: Path) -> Path:
-    return (Path.home() if user else project) / ".claude" / "settings.json"
+    return (user_config_dir() if user else project / ".claude") / "settings.json"
+
+
+def _created_marker(path: Path) -> Path:
+    """Where install notes that it created `path`, so uninstall removes the file rather than leave `{}`."""
+    return path.with_name(path.name + ".playbook-created")
 
 
 def _load(path: Path) -> dict:
@@ -77,6 +95,9 @@ def _save(path: Path, data: dict) -> None:
 def install(path: Path, python: str | None = None) -> list[str]:
     """Merge our hooks into the settings file at `path`; idempotent. Returns the events installed."""
     data = _load(path)
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _created_marker(path).touch()
     hooks = data.setdefault("hooks", {})
     for event in HOOK_EVENTS:
         groups = _without_ours(hooks.get(event, []))
@@ -88,7 +109,10 @@ def install(path: Path, python: str | None = None) -> list[str]:
 
 
 def uninstall(path: Path) -> int:
-    """Remove our hooks, and only ours, from the settings file at `path`. Returns how many were removed."""
+    """Remove our hooks, and only ours, from the settings file at `path`. Returns how many were removed.
+
+    A settings file that install created and that holds nothing else afterwards is removed; one the
+    user had is kept, even when empty."""
     if not path.exists():
         return 0
     data = _load(path)
@@ -103,5 +127,10 @@ def uninstall(path: Path) -> int:
             del hooks[event]
     if not hooks:
         data.pop("hooks", None)
-    _save(path, data)
+    marker = _created_marker(path)
+    if not data and marker.exists():
+        path.unlink()
+    else:
+        _save(path, data)
+    marker.unlink(missing_ok=True)
     return removed

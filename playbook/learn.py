@@ -73,7 +73,8 @@ def spawn_learner(project: Path) -> None:
     log_path = project / ".claude" / LEARN_LOG
     with os.fdopen(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE), "ab") as log:
         subprocess.Popen(
-            [sys.executable, "-m", "playbook", "--project", str(project), "learn", "--pending"],
+            # -I: the learner runs in the project's directory, whose own `playbook/` must not be imported.
+            [sys.executable, "-I", "-m", "playbook", "--project", str(project), "learn", "--pending"],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,
             cwd=str(project),
         )

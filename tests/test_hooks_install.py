@@ -178,7 +178,8 @@ def test_cli_install_and_uninstall_in_a_project(tmp_path):
     assert set(settings["hooks"]) == set(HOOK_EVENTS)
     result = subprocess.run([sys.executable, "-m", "playbook", "--project", str(project), "uninstall"],
                             capture_output=True, text=True, env=env)
-    assert result.returncode == 0 and json.loads((project / ".claude" / "settings.json").read_text()) == {}
+    assert result.returncode == 0, result.stderr
+    assert not (project / ".claude" / "settings.json").exists()  # install created it: nothing is left behind
 
 
 @pytest.mark.parametrize("event", ["SessionStart", "SessionEnd", "PreCompact", "SubagentStop"])
