@@ -152,6 +152,17 @@ def find_python() -> str | None:
     return None
 
 
+def _pip_of(python: str) -> list[str] | None:
+    """`python -m pip`, when that pip can install into another environment (pip 22.3 and later)."""
+    try:
+        out = subprocess.run([python, "-I", "-m", "pip", "--version"], capture_output=True, text=True,
+                             timeout=60, check=True).stdout
+        version = tuple(int(part) for part in out.split()[1].split(".")[:2])
+    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+        return None
+    return [python, "-I", "-m", "pip"] if version >= (22, 3) else None
+
+
 def _run(command: list[str], what: str) -> str:
     """Run one step, its output going to the set-up log (and returned); a failure is a SetupError."""
     print(f"$ {' '.join(command)}", flush=True)
@@ -164,7 +175,10 @@ def _run(command: list[str], what: str) -> str:
     sys.stdout.flush()
     if result.returncode != 0:
         lines = [line.strip() for line in (result.stderr or result.stdout).splitlines() if line.strip()]
-        detail = next((line for line in reversed(lines) if "error" in line.lower()), lines[-1] if lines else "")
+        # uv and pip both open their message with "error:"/"ERROR:" and end it with its deepest cause.
+        first = next((line for line in lines if line.lower().startswith("error")), "")
+        cause = next((line for line in reversed(lines) if line.lower().startswith("cause")), lines[-1] if lines else "")
+        detail = " ... ".join(dict.fromkeys(line for line in (first, cause) if line))
         raise SetupError(f"{what} failed (exit {result.returncode}): {detail[:200]}")
     return result.stdout
 
@@ -182,18 +196,21 @@ def build(data: str, root: str) -> None:
         raise SetupError(f"needs Python {'.'.join(map(str, MIN_PYTHON))}+ or uv on PATH (found Python {found})")
     if os.path.isdir(venv) and _version(venv_python(data)) < MIN_PYTHON:
         shutil.rmtree(venv)  # a broken environment (its interpreter gone) or one of an old Python
+    # An interpreter with pip installs into an environment made without it (`pip --python`), which
+    # spares the seconds ensurepip takes; otherwise the environment gets its own pip.
+    pip = None if uv or python is None else _pip_of(python)
     if not os.path.isdir(venv):
         if uv:
             _run([uv, "venv", "--quiet", "--python", python or ">=3.11", venv], "creating the environment with uv")
         else:
-            _run([python, "-m", "venv", venv], "creating the environment")
+            _run([python, "-m", "venv", *(["--without-pip"] if pip else []), venv], "creating the environment")
     packages = dependencies(root)
+    what = "installing " + ", ".join(packages)
     if uv:
-        _run([uv, "pip", "install", "--quiet", "--python", venv_python(data), *packages],
-             "installing " + ", ".join(packages) + " with uv")
+        _run([uv, "pip", "install", "--quiet", "--python", venv_python(data), *packages], what + " with uv")
     else:
-        _run([venv_python(data), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *packages],
-             "installing " + ", ".join(packages) + " with pip")
+        installer = [*pip, "--python", venv_python(data)] if pip else [venv_python(data), "-m", "pip"]
+        _run([*installer, "install", "--quiet", "--disable-pip-version-check", *packages], what + " with pip")
     site = _run([venv_python(data), "-I", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                 "finding the environment's site-packages").strip()
     _write(os.path.join(site, PTH_NAME), root + "\n")

@@ -1,0 +1,142 @@
+"""The plugin installed Claude Code's way, with the real CLI (pinned) and the fake Messages API.
+
+In a scratch HOME: `claude plugin marketplace add <repository>`, `claude plugin install`, then
+sessions with no PLAYBOOK_PYTHON and no prepared environment. The first session starts the
+plugin's set-up in the background and shows no traceback anywhere; once it is ready a session gets
+the playbook and, at its end, learns. The project holds look-alike `playbook/`, `msgspec/`, ...
+packages and puts itself on PYTHONPATH through its settings: none of them may run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from projections.repository import PlaybookRepository
+from tests.fake_anthropic import FakeAnthropic
+from tests.test_e2e_claude_code import CLAUDE, CURATION, claude_code_requests, respond, wait_for_learning
+from tests.test_hooks_isolation import plant_packages, tracked_copy
+
+ROOT = Path(__file__).resolve().parent.parent
+MARKETPLACE = json.loads((ROOT / ".claude-plugin" / "marketplace.json").read_text())
+PLUGIN = f"{MARKETPLACE['plugins'][0]['name']}@{MARKETPLACE['name']}"
+UV = shutil.which("uv") or shutil.which("uv", path=os.path.dirname(sys.executable))
+
+pytestmark = pytest.mark.skipif((CLAUDE is None or UV is None) and os.environ.get("CI") != "true",
+                                reason="needs Claude Code (npm install @anthropic-ai/claude-code) and uv")
+
+
+def tool_path(tmp_path: Path) -> str:
+    """PATH with Claude Code, uv and a bare python3 (the interpreter this venv was made from), and no
+    interpreter that has this project installed."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    assert CLAUDE is not None and UV is not None
+    for name, target in (("claude", CLAUDE), ("uv", UV), ("python3", getattr(sys, "_base_executable", sys.executable))):
+        (bin_dir / name).symlink_to(target)
+    return f"{bin_dir}:/usr/bin:/bin"
+
+
+def network_env() -> dict[str, str]:
+    """The machine's proxy and certificate settings, which a user's Claude Code passes to its hooks too."""
+    return {k: v for k, v in os.environ.items()
+            if k.upper().endswith(("PROXY", "_CA_BUNDLE", "_CA_CERTS")) or k.startswith(("SSL_CERT", "PIP_", "UV_"))}
+
+
+def test_the_plugin_installs_from_its_marketplace_sets_itself_up_and_learns(tmp_path):
+    home, project, markers = tmp_path / "home", tmp_path / "project", tmp_path / "markers"
+    config = home / ".claude"
+    for directory in (home, project / ".claude", markers):
+        directory.mkdir(parents=True)
+    repository = tracked_copy(tmp_path / "repository")
+    env = network_env() | {"PATH": tool_path(tmp_path), "HOME": str(home), "CLAUDE_CONFIG_DIR": str(config),
+           "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1", "LANG": "C.UTF-8",
+           # The set-up downloads from PyPI once; tests share uv's cache so later runs do not.
+           "UV_CACHE_DIR": os.environ.get("UV_CACHE_DIR") or str(Path.home() / ".cache" / "uv"),
+           "UV_PYTHON_DOWNLOADS": "never"}
+
+    def claude(*args: str, **extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["claude", *args], cwd=project, env=env | extra, capture_output=True, text=True,
+                              timeout=180)
+
+    added = claude("plugin", "marketplace", "add", str(repository))
+    assert added.returncode == 0, added.stdout + added.stderr
+    installed = claude("plugin", "install", PLUGIN)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+
+    (project / ".claude" / "playbook.json").write_text(json.dumps(
+        {"version": "1.0", "sections": {"PROJECT CONTEXT": [
+            {"name": "ctx-001", "text": "the API lives in server/", "helpful": 2, "harmful": 0}]}}))
+    (project / ".claude" / "playbook.settings.json").write_text(json.dumps({"playbook_update_on_exit": True}))
+    (project / ".claude" / "settings.json").write_text(json.dumps({"env": {"PYTHONPATH": str(project)}}))
+    plant_packages(project, markers)
+    data = config / "plugins" / "data"
+
+    with FakeAnthropic(respond) as api:
+        api_env = {"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-test-e2e"}
+        first = claude("-p", "Where is the API?", "--output-format", "json", **api_env)
+        assert first.returncode == 0, first.stderr
+        assert "Traceback" not in first.stdout + first.stderr
+        ready = wait_for_ready(data)
+        notices = [record for record in transcript_records(config)
+                   if record.get("attachment", {}).get("type") == "hook_success"
+                   and "setting up its Python environment" in record["attachment"].get("stdout", "")]
+        assert len(notices) == 1, "the first session says, once, that the plugin is setting itself up"
+
+        second = claude("-p", "Where is the API now?", "--output-format", "json", **api_env)
+        assert second.returncode == 0, second.stderr
+        assert any("[ctx-001] helpful=2 harmful=0 :: the API lives in server/" in t
+                   for t in claude_code_requests(api)[-1:]), "the second session is given the playbook"
+        repo = PlaybookRepository(project / ".claude")
+        wait_for_learning(repo, 1)
+
+    snapshot = json.loads((project / ".claude" / "playbook.json").read_text())
+    added_text = CURATION["operations"][0]["text"]
+    assert [e["text"] for e in snapshot["sections"]["USER PREFERENCES"]] == [added_text]
+    outputs = [first.stdout, first.stderr, second.stdout, second.stderr,
+               (ready.parent / "setup.log").read_text(), (project / ".claude" / "playbook.learn.log").read_text(),
+               *(json.dumps(record) for record in transcript_records(config))]
+    assert not [text for text in outputs if "Traceback" in text]
+    assert sorted(p.name for p in markers.iterdir()) == []
+
+
+def wait_for_ready(data: Path, timeout: float = 240) -> Path:
+    """The plugin's environment (its venv under the data directory) once its set-up has finished."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        stamps = list(data.glob("*/venv/playbook-ready"))
+        if stamps:
+            return stamps[0].parent
+        failed = list(data.glob("*/setup-failed.json"))
+        assert not failed, failed[0].read_text() + (failed[0].parent / "setup.log").read_text()
+        time.sleep(0.25)
+    logs = "".join(log.read_text() for log in data.glob("*/setup.log"))
+    raise AssertionError(f"the plugin's environment was not set up in {timeout} s: {logs}")
+
+
+def transcript_records(config: Path) -> list[dict]:
+    records = []
+    for path in (config / "projects").rglob("*.jsonl"):
+        records += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return records
+
+
+def test_claude_plugin_validate_finds_nothing_to_fix(tmp_path):
+    """No problem, no warning, no finding of the plugin directory's checks, even with --strict."""
+    assert CLAUDE is not None
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "DISABLE_AUTOUPDATER": "1"}
+    result = subprocess.run([CLAUDE, "plugin", "validate", "--profile", "directory", "--strict", "--json", str(ROOT)],
+                            env=env, capture_output=True, text=True, timeout=120)
+    report = json.loads(result.stdout)
+    assert result.returncode == 0 and report["success"], result.stdout
+    assert (report["manifest"]["errors"], report["manifest"]["warnings"]) == ([], [])
+    assert report["directory"]["findings"] == [] and report["directory"]["undecided"] == []
+    assert report["hosts"]["declared"]["plugin"] is True  # the model API, and PyPI for the set-up
+    assert {h["host"] for h in report["hosts"]["named"]} >= {"api.anthropic.com", "pypi.org", "files.pythonhosted.org"}
