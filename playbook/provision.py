@@ -214,7 +214,7 @@ def build(data: str, root: str) -> None:
     site = _run([venv_python(data), "-I", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                 "finding the environment's site-packages").strip()
     _write(os.path.join(site, PTH_NAME), root + "\n")
-    _run([venv_python(data), "-I", "-c", "import msgspec, anthropic, playbook.cli"], "checking the environment")
+    _run([venv_python(data), "-I", "-c", "import msgspec, playbook.cli"], "checking the environment")
     _write(ready, root + "\n")
 
 
