@@ -38,7 +38,6 @@ import msgspec
 from eventlog.decide import ApplyOperations, Command, Evaluate, Prune, decide_all
 from eventlog.domain import SECTION_SLUGS, PlaybookState
 from eventlog.events import (
-    AnyRecord,
     Cause,
     Event,
     KeyPointAdded,
@@ -48,6 +47,7 @@ from eventlog.events import (
     TransactionCommitted,
 )
 from eventlog.evolve import apply
+from eventlog.registry import AnyRecord
 from eventlog.store import WholeLines, encode_line, fold_decoder, fold_log
 
 SECTIONS = tuple(SECTION_SLUGS)

@@ -9,7 +9,7 @@ events followed by one `TransactionCommitted` record, which carries the cause
 
 from __future__ import annotations
 
-from typing import Any, TypeVar, Union
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -230,33 +230,6 @@ class TransactionCommitted(Record, frozen=True, kw_only=True, tag="TransactionCo
     note: str | None = None
 
 
-AnyEvent = Union[
-    PlaybookImported,
-    KeyPointImported,
-    KeyPointAdded,
-    KeyPointUpdated,
-    KeyPointsMerged,
-    KeyPointDeleted,
-    KeyPointEvaluated,
-    KeyPointPruned,
-    KeyPointMoved,
-    CountersSet,
-    SectionReordered,
-    VersionSet,
-    OperationSkipped,
-    TailRepaired,
-    SnapshotSetAside,
-    LearningRequested,
-    LearningCompleted,
-    LearningFailed,
-    LearningSkipped,
-]
-AnyRecord = Union[AnyEvent, TransactionCommitted]
-
-EVENT_TYPES: tuple[type[Event], ...] = AnyEvent.__args__  # type: ignore[attr-defined]
-RECORD_TAGS: frozenset[str] = frozenset(t.__struct_config__.tag for t in (*EVENT_TYPES, TransactionCommitted))
-
-
 class Cause(msgspec.Struct, frozen=True, kw_only=True):
     """Why a transaction happened: written on its commit record."""
 
@@ -325,5 +298,3 @@ def encodable_record(record: RecordType) -> RecordType:
 
 
 encoder = msgspec.json.Encoder()
-record_decoder = msgspec.json.Decoder(AnyRecord)
-unknown_decoder = msgspec.json.Decoder(UnknownRecord)

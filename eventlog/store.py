@@ -29,20 +29,9 @@ import msgspec
 
 from .domain import PlaybookState
 from .errors import CorruptLogError, StorageError
-from .events import (
-    RECORD_TAGS,
-    Cause,
-    Event,
-    RecordType,
-    TailRepaired,
-    TransactionCommitted,
-    UnknownRecord,
-    encoder,
-    record_decoder,
-    unknown_decoder,
-    encodable_record,
-)
+from .events import Cause, Event, RecordType, TailRepaired, TransactionCommitted, UnknownRecord, encodable_record, encoder
 from .evolve import FOLD_VIEWS, CommitView, apply, apply_records, apply_transaction
+from .registry import RECORD_TAGS, record_decoder, unknown_decoder
 
 CHUNK_SIZE = 1 << 20
 FILE_MODE = 0o664

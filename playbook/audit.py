@@ -16,7 +16,6 @@ from eventlog.decide import ImportLegacy, ReplaceContent, SkipReason, decide
 from eventlog.domain import SECTION_SLUGS, PlaybookState
 from eventlog.errors import PlaybookError
 from eventlog.events import (
-    EVENT_TYPES,
     Cause,
     Event,
     KeyPointImported,
@@ -26,13 +25,13 @@ from eventlog.events import (
     LearningSkipped,
     OperationSkipped,
     PlaybookImported,
-    UnknownRecord,
 )
 from eventlog.evolve import apply_transaction
+from eventlog.registry import FAMILIES, SHORT_NAMES, TAGS, mentions, tag_of
 from eventlog.store import Committed, LogReader, Position, Transaction
 from projections.repository import PlaybookRepository
 from projections.snapshot import playbook_dict
-from projections.timeline import RevertPlan, Timeline, TimelineError, mentions, read_transaction
+from projections.timeline import RevertPlan, Timeline, TimelineError, read_transaction
 
 
 class UsageError(PlaybookError):
@@ -40,37 +39,6 @@ class UsageError(PlaybookError):
 
 
 # --- event type names -------------------------------------------------------------------------------
-
-TAGS: tuple[str, ...] = tuple(t.__struct_config__.tag for t in EVENT_TYPES)
-
-SHORT_NAMES: dict[str, str] = {
-    "KeyPointAdded": "added",
-    "KeyPointImported": "imported",
-    "PlaybookImported": "playbook-imported",
-    "KeyPointUpdated": "updated",
-    "KeyPointsMerged": "merged",
-    "KeyPointDeleted": "deleted",
-    "KeyPointEvaluated": "evaluated",
-    "KeyPointPruned": "pruned",
-    "KeyPointMoved": "moved",
-    "CountersSet": "counters",
-    "SectionReordered": "reordered",
-    "VersionSet": "version",
-    "OperationSkipped": "skipped",
-    "TailRepaired": "repaired",
-    "SnapshotSetAside": "set-aside",
-    "LearningRequested": "requested",
-    "LearningCompleted": "completed",
-    "LearningFailed": "failed",
-    "LearningSkipped": "learning-skipped",
-}
-"""The short form of each event type accepted by `--type` (the tag itself is accepted too)."""
-
-_GROUPS: dict[str, frozenset[str]] = {
-    "imported": frozenset({"KeyPointImported", "PlaybookImported"}),
-    "learning": frozenset({"LearningRequested", "LearningCompleted", "LearningFailed", "LearningSkipped"}),
-}
-
 
 def _squash(name: str) -> str:
     return "".join(ch for ch in name.lower() if ch.isalnum())
@@ -80,7 +48,7 @@ _LOOKUP: dict[str, frozenset[str]] = {}
 for _tag in TAGS:
     _LOOKUP[_squash(_tag)] = frozenset({_tag})
     _LOOKUP[_squash(SHORT_NAMES[_tag])] = frozenset({_tag})
-_LOOKUP.update({_squash(name): tags for name, tags in _GROUPS.items()})
+_LOOKUP.update({_squash(name): tags for name, tags in FAMILIES.items()})
 
 
 def event_types(values: list[str] | None) -> frozenset[str] | None:
@@ -94,16 +62,10 @@ def event_types(values: list[str] | None) -> frozenset[str] | None:
                 continue
             found = _LOOKUP.get(_squash(name))
             if found is None:
-                known = ", ".join(sorted({*SHORT_NAMES.values(), *_GROUPS}))
+                known = ", ".join(sorted({*SHORT_NAMES.values(), *FAMILIES}))
                 raise UsageError(f"unknown event type {name.strip()!r} (known: {known}, or a tag like KeyPointDeleted)")
             tags |= found
     return frozenset(tags)
-
-
-def tag_of(event: Event | UnknownRecord) -> str:
-    if isinstance(event, UnknownRecord):
-        return event.type
-    return type(event).__struct_config__.tag
 
 
 # --- points in time -----------------------------------------------------------------------------------

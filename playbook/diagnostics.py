@@ -10,19 +10,8 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from eventlog import events as ev
 from eventlog.domain import PRUNE_RULE
-from eventlog.events import (
-    Event,
-    KeyPointAdded,
-    KeyPointDeleted,
-    KeyPointImported,
-    KeyPointPruned,
-    KeyPointsMerged,
-    KeyPointUpdated,
-    OperationSkipped,
-    PlaybookImported,
-    SnapshotSetAside,
-)
 
 from .project import claude_dir
 from .safe_text import clean
@@ -50,7 +39,7 @@ def _short(text: str) -> str:
     return text[:80]
 
 
-def describe(events: list[Event]) -> tuple[list[str], dict[str, list[str]]]:
+def describe(events: list[ev.Event]) -> tuple[list[str], dict[str, list[str]]]:
     """(lines for stderr, diagnostic name -> lines) describing what `events` did or skipped."""
     stderr: list[str] = []
     notes: dict[str, list[str]] = {}
@@ -60,46 +49,46 @@ def describe(events: list[Event]) -> tuple[list[str], dict[str, list[str]]]:
 
     for event in events:
         match event:
-            case OperationSkipped(reason="truncated", detail=detail):
+            case ev.OperationSkipped(reason="truncated", detail=detail):
                 note("curator_truncation", detail)
-            case OperationSkipped(reason="unknown_id", detail=detail, kind=kind):
+            case ev.OperationSkipped(reason="unknown_id", detail=detail, kind=kind):
                 note("curator_unknown_id", detail)
                 if kind == "operation":
                     stderr.append(f"skipped {detail}")
-            case OperationSkipped(reason="too_few_sources", detail=detail):
+            case ev.OperationSkipped(reason="too_few_sources", detail=detail):
                 note("curator_invalid_operation", detail)
                 if "unknown:" in detail:
                     note("curator_unknown_id", detail)
-            case OperationSkipped(kind="change", reason="empty_text" | "invalid_text" | "not_an_object" as reason,
-                                  detail=detail, operation=item):
+            case ev.OperationSkipped(kind="change", reason="empty_text" | "invalid_text" | "not_an_object" as reason,
+                                     detail=detail, operation=item):
                 note("curator_invalid_operation", f"{reason}: {detail}")
                 stderr.append(hand_edit_problem(detail, item))
-            case OperationSkipped(kind=kind, reason=reason, detail=detail) if kind != "import":
+            case ev.OperationSkipped(kind=kind, reason=reason, detail=detail) if kind != "import":
                 note("curator_invalid_operation", f"{reason}: {detail}")
-            case KeyPointAdded(requested_section=str() as requested, text=text):
+            case ev.KeyPointAdded(requested_section=str() as requested, text=text):
                 note("sections_unknown_section", f"Unknown section '{requested}' for key point: \"{_short(text)}\". Assigned to OTHERS.")
-            case KeyPointsMerged(missing_sources=missing, name=name) if missing:
+            case ev.KeyPointsMerged(missing_sources=missing, name=name) if missing:
                 note("curator_unknown_id", f"MERGE into {name}: unknown source ids {', '.join(missing)}")
-            case KeyPointDeleted(name=name, text=text, reason=reason):
+            case ev.KeyPointDeleted(name=name, text=text, reason=reason):
                 note("curator_delete", f"DELETE {name}: \"{_short(text)}\" reason: {reason}")
-            case KeyPointUpdated(name=name, text=text, previous_text=previous):
+            case ev.KeyPointUpdated(name=name, text=text, previous_text=previous):
                 note("curator_update", f"UPDATE {name}: \"{_short(previous)}\" -> \"{_short(text)}\"")
-            case KeyPointPruned(name=name, text=text, helpful=helpful, harmful=harmful):
+            case ev.KeyPointPruned(name=name, text=text, helpful=helpful, harmful=harmful):
                 line = f"pruned {name}: \"{_short(text)}\" (helpful={helpful}, harmful={harmful}) reason: {PRUNE_RULE}"
                 stderr.append(line)
                 note("playbook_pruning", line)
-            case PlaybookImported(file_format="unreadable", moved_aside=moved, error=error):
+            case ev.PlaybookImported(file_format="unreadable", moved_aside=moved, error=error):
                 stderr.append(f"playbook.json could not be read ({error}); it is kept as {moved or 'nothing'} "
                               "and the playbook starts empty")
-            case SnapshotSetAside(moved_to=moved, error=error):
+            case ev.SnapshotSetAside(moved_to=moved, error=error):
                 stderr.append(f"playbook.json could not be read ({error}); it is kept as {moved or 'nothing'} "
                               "and was rebuilt from the log")
-            case PlaybookImported(file_format="flat", entries=count):
+            case ev.PlaybookImported(file_format="flat", entries=count):
                 note("sections_migration", f"Migrated {count} entries from flat key_points to OTHERS section")
-            case PlaybookImported(file_format="dual_key"):
+            case ev.PlaybookImported(file_format="dual_key"):
                 note("sections_dual_key_warning", "Dual-key playbook.json detected: both 'sections' and 'key_points' "
                      "present. Using 'sections', ignoring 'key_points'.")
-            case KeyPointImported(source_format="dict_with_score" | "bare_string" as fmt, name=name):
+            case ev.KeyPointImported(source_format="dict_with_score" | "bare_string" as fmt, name=name):
                 note("playbook_migration", f"{name}: migrated from {fmt.replace('_', ' ')}")
     return stderr, notes
 
@@ -122,7 +111,7 @@ def hand_edit_problem(detail: str, item: object) -> str:
     return line + '; an entry is {"name": "pat-001", "text": "...", "helpful": 0, "harmful": 0}'
 
 
-def report(events: list[Event]) -> None:
+def report(events: list[ev.Event]) -> None:
     """Print what deserves the user's eye to stderr; in diagnostic mode, write the diagnostic files."""
     stderr, notes = describe(events)
     for line in stderr:

@@ -10,152 +10,21 @@ written as `\\uXXXX` escapes.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import textwrap
-import unicodedata
-from datetime import datetime, timezone
 from typing import Any
 
 import msgspec
 
+from eventlog import events as ev
 from eventlog.domain import SECTION_SLUGS, PlaybookState
-from eventlog.events import (
-    CountersSet,
-    Event,
-    KeyPointAdded,
-    KeyPointDeleted,
-    KeyPointEvaluated,
-    KeyPointImported,
-    KeyPointMoved,
-    KeyPointPruned,
-    KeyPointsMerged,
-    KeyPointUpdated,
-    LearningCompleted,
-    LearningFailed,
-    LearningRequested,
-    LearningSkipped,
-    OperationSkipped,
-    PlaybookImported,
-    SectionReordered,
-    SnapshotSetAside,
-    TailRepaired,
-    TransactionCommitted,
-    UnknownRecord,
-    VersionSet,
-)
+from eventlog.registry import tag_of
 from projections.timeline import Diff, HistoryItem
 
-from .audit import Imported, PointState, Reverted, Selected, Stats, tag_of
+from .audit import Imported, PointState, Reverted, Selected, Stats
+from .event_text import event_parts
+from .event_text import history_kind as event_history_kind
 from .safe_text import clean
-
-WIDTH = 80
-LABEL = 10  # width of the label column of log blocks
-
-# --- style ----------------------------------------------------------------------------------------
-
-_CODES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "blue": "34", "magenta": "35",
-          "cyan": "36"}
-
-
-def want_color(stream: Any) -> bool:
-    """Colour only on a terminal, never with NO_COLOR set (https://no-color.org) or TERM=dumb."""
-    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
-        return False
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
-
-
-class Style:
-    def __init__(self, color: bool = False, width: int = WIDTH) -> None:
-        self.color = color
-        self.width = width
-
-    @classmethod
-    def for_stream(cls, stream: Any) -> Style:
-        color = want_color(stream)
-        width = WIDTH
-        try:
-            if stream.isatty():
-                width = max(60, shutil.get_terminal_size((WIDTH, 24)).columns)
-        except (AttributeError, ValueError):
-            pass
-        return cls(color, width)
-
-    def paint(self, text: str, *names: str) -> str:
-        if not self.color or not text or not names:
-            return text
-        return f"\x1b[{';'.join(_CODES[n] for n in names)}m{text}\x1b[0m"
-
-
-# --- text from the log --------------------------------------------------------------------------------
-
-# C0 and C1 controls, DEL, line/paragraph separators, bidi controls, lone surrogates.
-def one_line(value: Any) -> str:
-    """Prose (an analysis, a reasoning) on one line: whitespace runs become one space, then `clean`."""
-    text = value if isinstance(value, str) else str(value)
-    return clean(" ".join(text.split()))
-
-
-def quote(text: Any) -> str:
-    return f'"{clean(text)}"'
-
-
-def cells(text: str) -> int:
-    """Terminal columns `text` takes (wide characters 2, combining marks 0)."""
-    if text.isascii():
-        return len(text)
-    return sum(0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
-               for ch in text)
-
-
-def fit(text: str, width: int) -> str:
-    """`text` cut to `width` columns, ending in `…` when cut."""
-    if cells(text) <= width:
-        return text
-    if width <= 1:
-        return "…"[:width]
-    out, used = [], 0
-    for ch in text:
-        w = cells(ch)
-        if used + w > width - 1:
-            break
-        out.append(ch)
-        used += w
-    return "".join(out) + "…"
-
-
-def wrap(first: str, text: str, width: int, indent: int | None = None) -> list[str]:
-    """`first` then `text`, wrapped to `width` with a hanging indent (default: the width of `first`)."""
-    pad = " " * (cells(first) if indent is None else indent)
-    lines: list[str] = []
-    for number, paragraph in enumerate(text.split("\n") or [""]):
-        prefix = first if number == 0 else pad
-        wrapped = textwrap.wrap(paragraph, width=max(20, width), initial_indent=prefix, subsequent_indent=pad,
-                                break_long_words=True, break_on_hyphens=False) or [prefix.rstrip()]
-        lines.extend(wrapped)
-    return lines
-
-
-def when(at: str | None) -> str:
-    """A log time as `YYYY-MM-DD HH:MM:SS`, in UTC."""
-    if not at:
-        return "-"
-    try:
-        moment = datetime.fromisoformat(at)
-    except ValueError:
-        return clean(at)
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(timezone.utc)
-    return moment.strftime("%Y-%m-%d %H:%M:%S")
-
-
-def counters(helpful: int, harmful: int) -> str:
-    return f"{helpful}/{harmful}"
-
+from .terminal import LABEL, Style, cells, counters, fit, one_line, quote, when, wrap
 
 # --- JSON -------------------------------------------------------------------------------------------
 
@@ -168,14 +37,14 @@ def to_json(document: Any) -> str:
     return _JSON_UNSAFE.sub(lambda m: "\\u%04x" % ord(m.group()), text)
 
 
-def event_json(event: Event | UnknownRecord) -> dict:
+def event_json(event: ev.Event | ev.UnknownRecord) -> dict:
     """Every field of an event (defaults included), with its `type` first."""
-    if isinstance(event, UnknownRecord):
+    if isinstance(event, ev.UnknownRecord):
         return {"type": event.type, "seq": event.seq, "tx": event.tx, "at": event.at, "unknown": True}
     return {"type": tag_of(event), **msgspec.to_builtins(msgspec.structs.asdict(event))}
 
 
-def commit_json(commit: TransactionCommitted) -> dict:
+def commit_json(commit: ev.TransactionCommitted) -> dict:
     return {"tx": commit.tx, "seq": commit.seq, "at": commit.at, "source": commit.source,
             "session": commit.session, "model": commit.model, "analysis": commit.analysis,
             "reasoning": commit.reasoning, "note": commit.note}
@@ -189,90 +58,7 @@ def state_json(state: PlaybookState) -> dict:
 # --- events, one line each ------------------------------------------------------------------------------
 
 
-def event_parts(event: Event | UnknownRecord) -> tuple[str, str, str, str]:
-    """(mark, label, detail, colour) describing one event."""
-    match event:
-        case KeyPointAdded():
-            extra = ""
-            if event.requested_section is not None:
-                extra += f"  (asked for section {quote(event.requested_section)})"
-            if event.proposed_name is not None:
-                extra += f"  (asked for name {clean(event.proposed_name)})"
-            count = f"  {counters(event.helpful, event.harmful)}" if event.helpful or event.harmful else ""
-            return "+", "added", f"{clean(event.name)}{count}  {clean(event.section)}: {quote(event.text)}{extra}", "green"
-        case KeyPointImported():
-            origin = [clean(event.source_format)]
-            if event.original_name is not None:
-                origin.append(f"was {clean(event.original_name)}")
-            if event.original_section is not None:
-                origin.append(f"from section {quote(event.original_section)}")
-            return ("+", "imported", f"{clean(event.name)}  {counters(event.helpful, event.harmful)}  "
-                    f"({', '.join(origin)})  {clean(event.section)}: {quote(event.text)}", "green")
-        case PlaybookImported():
-            detail = f"{clean(event.path)}: {clean(event.file_format)} format, {event.entries} entries"
-            if event.ignored_key_points:
-                detail += f", {event.ignored_key_points} key_points ignored"
-            if event.moved_aside:
-                detail += f", moved aside to {clean(event.moved_aside)}"
-            if event.error:
-                detail += f" ({clean(event.error)})"
-            return "+", "imported", detail, "green"
-        case KeyPointUpdated():
-            return "~", "updated", f"{clean(event.name)}  {quote(event.previous_text)} -> {quote(event.text)}", "yellow"
-        case KeyPointsMerged():
-            detail = f"{', '.join(clean(s) for s in event.sources)} -> {clean(event.name)}"
-            if event.missing_sources:
-                detail += f" (unknown sources: {', '.join(clean(s) for s in event.missing_sources)})"
-            detail += f"  {counters(event.helpful, event.harmful)}  {clean(event.section)}: {quote(event.text)}"
-            return "*", "merged", detail, "cyan"
-        case KeyPointDeleted():
-            reason = f"  ({clean(event.reason)})" if event.reason else ""
-            return "-", "deleted", f"{clean(event.name)}{reason}  {quote(event.text)}", "red"
-        case KeyPointEvaluated():
-            rationale = f"  ({clean(event.rationale)})" if event.rationale else ""
-            colour = {"helpful": "green", "harmful": "red"}.get(event.rating, "dim")
-            return ("=", "evaluated", f"{clean(event.name)}  {clean(event.rating)} -> "
-                    f"{counters(event.helpful, event.harmful)}{rationale}", colour)
-        case KeyPointPruned():
-            return ("-", "pruned", f"{clean(event.name)}  {counters(event.helpful, event.harmful)}  "
-                    f"({clean(event.rule)})  {quote(event.text)}", "red")
-        case KeyPointMoved():
-            return ">", "moved", f"{clean(event.name)}  {clean(event.from_section)} -> {clean(event.to_section)}", "yellow"
-        case CountersSet():
-            return ("#", "counters", f"{clean(event.name)}  {counters(event.previous_helpful, event.previous_harmful)}"
-                    f" -> {counters(event.helpful, event.harmful)}", "yellow")
-        case SectionReordered():
-            return ".", "reordered", f"{clean(event.section)}: {', '.join(clean(n) for n in event.names)}", "dim"
-        case VersionSet():
-            return ".", "version", f"{clean(event.previous)} -> {clean(event.version)}", "dim"
-        case OperationSkipped():
-            where = f" #{event.index}" if event.index is not None else ""
-            detail = f"{clean(event.kind)}{where}: {clean(event.reason)}"
-            if event.detail:
-                detail += f": {clean(event.detail)}"
-            return "!", "skipped", detail, "magenta"
-        case TailRepaired():
-            return ("!", "repaired", f"cut {event.bytes_cut} bytes of an unfinished write at byte {event.offset}, "
-                    f"kept in {clean(event.kept_at)}", "magenta")
-        case SnapshotSetAside():
-            return "!", "set aside", f"unreadable playbook.json moved to {clean(event.moved_to)}: {clean(event.error)}", "magenta"
-        case LearningRequested():
-            reason = f" ({clean(event.reason)})" if event.reason else ""
-            return ".", "learning", f"requested {clean(event.request)} by {clean(event.hook)}{reason}: {clean(event.transcript)}", "blue"
-        case LearningCompleted():
-            cited = f", cited {', '.join(clean(c) for c in event.cited)}" if event.cited else ""
-            return (".", "learning", f"completed {clean(event.request)}: lines {event.from_line}-{event.through_line} "
-                    f"of {clean(event.transcript)}{cited}", "blue")
-        case LearningFailed():
-            return "!", "learning", f"failed {clean(event.request)}: {clean(event.error)}", "red"
-        case LearningSkipped():
-            return ".", "learning", f"skipped {clean(event.request)}: {clean(event.reason)}", "blue"
-        case UnknownRecord():
-            return "?", "unknown", f"{clean(event.type)} (written by a newer version; not applied)", "dim"
-    return "?", tag_of(event), "", "dim"
-
-
-def event_lines(event: Event | UnknownRecord, style: Style, verbose: bool, indent: int = 2) -> list[str]:
+def event_lines(event: ev.Event | ev.UnknownRecord, style: Style, verbose: bool, indent: int = 2) -> list[str]:
     mark, label, detail, colour = event_parts(event)
     head = f"{' ' * indent}{mark} {label:<{LABEL}} "
     painted = style.paint(f"{mark} {label:<{LABEL}}", colour)
@@ -379,38 +165,7 @@ def log_json(selected: list[Selected]) -> dict:
 
 def history_kind(item: HistoryItem) -> tuple[str, str]:
     """(kind, what happened) for one history item, as seen from `item.entry`."""
-    event, name = item.event, item.entry
-    match event:
-        case KeyPointAdded():
-            how = f" (by {clean(event.origin)})" if event.origin not in ("operation", "new_key_point") else ""
-            return "created", f"created in {clean(event.section)}{how}: {quote(event.text)}"
-        case KeyPointImported():
-            return "imported", f"imported into {clean(event.section)} ({clean(event.source_format)}): {quote(event.text)}"
-        case KeyPointUpdated():
-            return "reworded", f"re-worded {quote(event.previous_text)} -> {quote(event.text)}"
-        case KeyPointEvaluated():
-            rationale = f" ({clean(event.rationale)})" if event.rationale else ""
-            return "rated", f"rated {clean(event.rating)}{rationale}"
-        case CountersSet():
-            return "counters_set", (f"counters set {counters(event.previous_helpful, event.previous_harmful)} -> "
-                                    f"{counters(event.helpful, event.harmful)}")
-        case KeyPointMoved():
-            return "moved", f"moved {clean(event.from_section)} -> {clean(event.to_section)}"
-        case KeyPointsMerged() if event.name == name:
-            return "merged_from", f"merged from {', '.join(clean(s) for s in event.sources)}: {quote(event.text)}"
-        case KeyPointsMerged():
-            return "merged_into", f"merged into {clean(event.name)}"
-        case KeyPointDeleted():
-            return "deleted", f"deleted ({clean(event.reason)})" if event.reason else "deleted"
-        case KeyPointPruned():
-            return "pruned", f"pruned ({clean(event.rule)})"
-        case OperationSkipped():
-            detail = f": {clean(event.detail)}" if event.detail else ""
-            return "skipped", f"skipped {clean(event.kind)} aimed at it: {clean(event.reason)}{detail}"
-        case LearningCompleted():
-            return "cited", f"cited by session {clean(item.commit.session) if item.commit.session else '(unknown)'}"
-    mark, label, detail, _colour = event_parts(event)
-    return tag_of(event), f"{label}: {detail}"
+    return event_history_kind(item.event, item.entry, item.commit.session)
 
 
 def _now(items: list[HistoryItem], name: str) -> tuple[str | None, Any]:
@@ -421,9 +176,10 @@ def _now(items: list[HistoryItem], name: str) -> tuple[str | None, Any]:
         if item.entry != name:
             continue
         event = item.event
-        if isinstance(event, (KeyPointAdded, KeyPointImported)) or (isinstance(event, KeyPointsMerged) and event.name == name):
+        if isinstance(event, (ev.KeyPointAdded, ev.KeyPointImported)) or (
+                isinstance(event, ev.KeyPointsMerged) and event.name == name):
             section = event.section
-        elif isinstance(event, KeyPointMoved):
+        elif isinstance(event, ev.KeyPointMoved):
             section = event.to_section
         after = item.after
     return section, after

@@ -19,28 +19,22 @@ from typing import Any
 
 import msgspec
 
+from eventlog import events as ev
 from eventlog.decide import ReplaceContent, decide
 from eventlog.domain import SECTION_SLUGS, KeyPoint, PlaybookState
 from eventlog.errors import PlaybookError
-from eventlog.events import (
-    CountersSet,
-    Event,
-    KeyPointAdded,
-    KeyPointDeleted,
-    KeyPointEvaluated,
-    KeyPointImported,
-    KeyPointMoved,
-    KeyPointPruned,
-    KeyPointsMerged,
-    KeyPointUpdated,
-    LearningCompleted,
-    OperationSkipped,
-    TransactionCommitted,
-    UnknownRecord,
-    record_decoder,
-)
+from eventlog.events import Event, TransactionCommitted, UnknownRecord
 from eventlog.evolve import apply_transaction
-from eventlog.store import LogReader, Position, Transaction, decode_line, hash_at, running_after, split_hash
+from eventlog.registry import json_string, mentions, record_decoder, touched_names
+from eventlog.store import (
+    LogReader,
+    Position,
+    Transaction,
+    decode_line,
+    hash_at,
+    running_after,
+    split_hash,
+)
 
 from . import checkpoints
 from .checkpoints import CHECKPOINT_DIR
@@ -389,7 +383,7 @@ class Timeline:
             for event in transaction.events:
                 if isinstance(event, UnknownRecord) or not mentions(event, name):
                     continue
-                if isinstance(event, KeyPointsMerged) and event.name == name:
+                if isinstance(event, ev.KeyPointsMerged) and event.name == name:
                     for source in event.sources:
                         if source not in seen:
                             items.extend(self._history(source, event.seq, seen))
@@ -400,7 +394,7 @@ class Timeline:
 
     def _transactions_mentioning(self, name: str, until: int | None) -> Iterator[Transaction]:
         """The transactions whose bytes contain `name` as a JSON string, oldest first, read on their own."""
-        needle = _json_string(name)
+        needle = json_string(name)
         if needle is None:
             return
         try:
@@ -526,48 +520,17 @@ def _keep_as_now(target: PlaybookState, current: PlaybookState, name: str) -> No
         target.where[name] = where
 
 
-def touched_names(event: Event) -> set[str]:
-    """The entries an event changes."""
-    match event:
-        case KeyPointsMerged(name=name, sources=sources):
-            return {name, *sources}
-        case (KeyPointAdded(name=name) | KeyPointImported(name=name) | KeyPointUpdated(name=name)
-              | KeyPointDeleted(name=name) | KeyPointPruned(name=name) | KeyPointEvaluated(name=name)
-              | CountersSet(name=name) | KeyPointMoved(name=name)):
-            return {name}
-    return set()
-
-
-def mentions(event: Event, name: str) -> bool:
-    """True when `event` concerns entry `name` (changes it, was skipped while aiming at it, or cites it)."""
-    if name in touched_names(event):
-        return True
-    if isinstance(event, OperationSkipped):
-        needle = _json_string(name)
-        return needle is not None and needle in msgspec.json.encode(event.operation)
-    return isinstance(event, LearningCompleted) and name in event.cited
-
-
-def _json_string(name: str) -> bytes | None:
-    """`name` as a JSON string in the log, or None when no record can hold it: a lone surrogate
-    (what a command-line argument that is not UTF-8 becomes) has no UTF-8 form, and the log is UTF-8."""
-    try:
-        return msgspec.json.encode(name)
-    except UnicodeEncodeError:
-        return None
-
-
 def _entry_after(kp: KeyPoint | None, event: Event, name: str) -> KeyPoint | None:
     match event:
-        case KeyPointAdded(text=text, helpful=h, harmful=hh) | KeyPointImported(text=text, helpful=h, harmful=hh):
+        case ev.KeyPointAdded(text=text, helpful=h, harmful=hh) | ev.KeyPointImported(text=text, helpful=h, harmful=hh):
             return KeyPoint(name, text, h, hh)
-        case KeyPointsMerged(name=merged, text=text, helpful=h, harmful=hh):
+        case ev.KeyPointsMerged(name=merged, text=text, helpful=h, harmful=hh):
             return KeyPoint(name, text, h, hh) if merged == name else None
-        case KeyPointUpdated(text=text) if kp is not None:
+        case ev.KeyPointUpdated(text=text) if kp is not None:
             return KeyPoint(name, text, kp.helpful, kp.harmful)
-        case KeyPointEvaluated(helpful=h, harmful=hh) | CountersSet(helpful=h, harmful=hh) if kp is not None:
+        case ev.KeyPointEvaluated(helpful=h, harmful=hh) | ev.CountersSet(helpful=h, harmful=hh) if kp is not None:
             return KeyPoint(name, kp.text, h, hh)
-        case KeyPointDeleted() | KeyPointPruned():
+        case ev.KeyPointDeleted() | ev.KeyPointPruned():
             return None
     return kp
 

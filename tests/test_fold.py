@@ -19,7 +19,6 @@ from benchmarks.fold import write_log
 from eventlog.domain import PRUNE_RULE, PlaybookState
 from eventlog.errors import CorruptLogError
 from eventlog.events import (
-    EVENT_TYPES,
     CountersSet,
     Event,
     KeyPointAdded,
@@ -43,6 +42,7 @@ from eventlog.events import (
     VersionSet,
 )
 from eventlog.evolve import _READS, apply_transaction, fold
+from eventlog.registry import EVENT_TYPES
 from eventlog.store import LogReader, Position, encode_line, fold_log
 
 AT = "2026-03-0{}T10:00:00.000000+00:00"

@@ -1,0 +1,137 @@
+"""How each event type changes a state: one handler per type, used by every fold.
+
+Each handler changes a state the caller owns, in place, and returns True when the
+event changed the playbook itself (so `last_updated` moves). A handler reads only the
+fields its registry entry lists in `reads`: the fold hands it a light view of the line.
+"""
+
+from __future__ import annotations
+
+from . import events as ev
+from .domain import MAX_ID_DIGITS, OTHERS, KeyPoint, PendingLearning, PlaybookState, legacy_number
+
+
+def _note_name(state: PlaybookState, name: str) -> None:
+    high_water = state.high_water
+    slug, dash, digits = name.rpartition("-")
+    if digits.endswith("\n"):  # as `generate_keypoint_name`'s `$` does
+        digits = digits[:-1]
+    # `pat-007`, no regex: it runs per insert. isdecimal, not isdigit: `int` rejects "²", `\d` skips it.
+    if dash and slug in high_water and digits.isdecimal() and len(digits) <= MAX_ID_DIGITS:
+        number = int(digits)
+        if number > high_water[slug]:
+            high_water[slug] = number
+    elif (number := legacy_number(name)) is not None and number > high_water.get("kpt", 0):
+        high_water["kpt"] = number
+
+
+def _insert(state: PlaybookState, section: str, kp: KeyPoint) -> None:
+    # A name that is somehow already present is replaced, keeping names unique; a section this
+    # version does not know (a newer writer's) lands in OTHERS rather than failing every reader.
+    if section not in state.sections:
+        section = OTHERS
+    if kp.name in state.where:
+        _remove(state, kp.name)
+    state.sections[section][kp.name] = kp
+    state.where[kp.name] = section
+    _note_name(state, kp.name)
+
+
+def _remove(state: PlaybookState, name: str) -> KeyPoint | None:
+    section = state.where.pop(name, None)
+    return None if section is None else state.sections[section].pop(name)
+
+
+# One small function per event type, named by its entry in `eventlog.registry` and found by
+# the event's exact type: the fast form of a singledispatch, because the fold runs it once
+# per line of the log. Each returns True when the event changed the playbook itself (so
+# `last_updated` moves).
+
+
+def imported(state: PlaybookState, e: ev.KeyPointImported) -> bool:
+    _insert(state, e.section, KeyPoint(e.name, e.text, e.helpful, e.harmful))
+    return False
+
+
+def playbook_imported(state: PlaybookState, e: ev.PlaybookImported) -> bool:
+    state.version = e.version
+    state.last_updated = e.last_updated if e.genesis else (e.at or state.last_updated)
+    return False
+
+
+def added(state: PlaybookState, e: ev.KeyPointAdded) -> bool:
+    _insert(state, e.section, KeyPoint(e.name, e.text, e.helpful, e.harmful))
+    return True
+
+
+def updated(state: PlaybookState, e: ev.KeyPointUpdated) -> bool:
+    if (kp := state.get(e.name)) is not None:
+        kp.text = e.text
+    return True
+
+
+def merged(state: PlaybookState, e: ev.KeyPointsMerged) -> bool:
+    for source in e.sources:
+        _remove(state, source)
+    _insert(state, e.section, KeyPoint(e.name, e.text, e.helpful, e.harmful))
+    return True
+
+
+def removed(state: PlaybookState, e: ev.KeyPointDeleted | ev.KeyPointPruned) -> bool:
+    _remove(state, e.name)
+    return True
+
+
+def counters(state: PlaybookState, e: ev.KeyPointEvaluated | ev.CountersSet) -> bool:
+    section = state.where.get(e.name)
+    if section is not None:
+        kp = state.sections[section][e.name]
+        kp.helpful = e.helpful
+        kp.harmful = e.harmful
+    return True
+
+
+def moved(state: PlaybookState, e: ev.KeyPointMoved) -> bool:
+    if (kp := _remove(state, e.name)) is not None:
+        _insert(state, e.to_section, kp)
+    return True
+
+
+def reordered(state: PlaybookState, e: ev.SectionReordered) -> bool:
+    entries = state.sections.get(e.section)
+    if entries is not None:
+        ordered = {name: entries[name] for name in e.names if name in entries}
+        ordered.update(entries)
+        state.sections[e.section] = ordered
+    return True
+
+
+def version(state: PlaybookState, e: ev.VersionSet) -> bool:
+    state.version = e.version
+    return True
+
+
+def requested(state: PlaybookState, e: ev.LearningRequested) -> bool:
+    state.pending[e.request] = PendingLearning(e.request, e.hook, e.transcript, e.session, e.at)
+    return False
+
+
+def learned(state: PlaybookState, e: ev.LearningCompleted | ev.LearningSkipped) -> bool:
+    state.pending.pop(e.request, None)
+    line = e.through_line
+    if e.transcript and line is not None and line > state.progress.get(e.transcript, 0):
+        state.progress[e.transcript] = line
+    return False
+
+
+def failed(state: PlaybookState, e: ev.LearningFailed) -> bool:
+    state.pending.pop(e.request, None)
+    return False
+
+
+def housekeeping(state: PlaybookState, e: ev.Event) -> bool:
+    return False
+
+
+def skipped(state: PlaybookState, e: ev.OperationSkipped) -> bool:
+    return False  # recorded for the audit; the playbook itself did not change

@@ -1,0 +1,229 @@
+"""How each event type reads on the terminal: one line per event, and what it did to one entry.
+
+An event type's rendering is one function in `PARTS` (mark, label, detail, colour), and,
+when it changes or names an entry, one in `HISTORY` (kind, what happened to that entry).
+A type without a function here is shown by its tag, so a new type is never lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from eventlog import events as ev
+from eventlog.registry import tag_of
+
+from .safe_text import clean
+from .terminal import counters, quote
+
+Parts = tuple[str, str, str, str]
+"""(mark, label, detail, colour) of one event."""
+
+
+def _added(e: ev.KeyPointAdded) -> Parts:
+    extra = ""
+    if e.requested_section is not None:
+        extra += f"  (asked for section {quote(e.requested_section)})"
+    if e.proposed_name is not None:
+        extra += f"  (asked for name {clean(e.proposed_name)})"
+    count = f"  {counters(e.helpful, e.harmful)}" if e.helpful or e.harmful else ""
+    return "+", "added", f"{clean(e.name)}{count}  {clean(e.section)}: {quote(e.text)}{extra}", "green"
+
+
+def _imported(e: ev.KeyPointImported) -> Parts:
+    origin = [clean(e.source_format)]
+    if e.original_name is not None:
+        origin.append(f"was {clean(e.original_name)}")
+    if e.original_section is not None:
+        origin.append(f"from section {quote(e.original_section)}")
+    return ("+", "imported", f"{clean(e.name)}  {counters(e.helpful, e.harmful)}  "
+            f"({', '.join(origin)})  {clean(e.section)}: {quote(e.text)}", "green")
+
+
+def _playbook_imported(e: ev.PlaybookImported) -> Parts:
+    detail = f"{clean(e.path)}: {clean(e.file_format)} format, {e.entries} entries"
+    if e.ignored_key_points:
+        detail += f", {e.ignored_key_points} key_points ignored"
+    if e.moved_aside:
+        detail += f", moved aside to {clean(e.moved_aside)}"
+    if e.error:
+        detail += f" ({clean(e.error)})"
+    return "+", "imported", detail, "green"
+
+
+def _updated(e: ev.KeyPointUpdated) -> Parts:
+    return "~", "updated", f"{clean(e.name)}  {quote(e.previous_text)} -> {quote(e.text)}", "yellow"
+
+
+def _merged(e: ev.KeyPointsMerged) -> Parts:
+    detail = f"{', '.join(clean(s) for s in e.sources)} -> {clean(e.name)}"
+    if e.missing_sources:
+        detail += f" (unknown sources: {', '.join(clean(s) for s in e.missing_sources)})"
+    detail += f"  {counters(e.helpful, e.harmful)}  {clean(e.section)}: {quote(e.text)}"
+    return "*", "merged", detail, "cyan"
+
+
+def _deleted(e: ev.KeyPointDeleted) -> Parts:
+    reason = f"  ({clean(e.reason)})" if e.reason else ""
+    return "-", "deleted", f"{clean(e.name)}{reason}  {quote(e.text)}", "red"
+
+
+def _evaluated(e: ev.KeyPointEvaluated) -> Parts:
+    rationale = f"  ({clean(e.rationale)})" if e.rationale else ""
+    colour = {"helpful": "green", "harmful": "red"}.get(e.rating, "dim")
+    detail = f"{clean(e.name)}  {clean(e.rating)} -> {counters(e.helpful, e.harmful)}{rationale}"
+    return "=", "evaluated", detail, colour
+
+
+def _pruned(e: ev.KeyPointPruned) -> Parts:
+    return ("-", "pruned", f"{clean(e.name)}  {counters(e.helpful, e.harmful)}  ({clean(e.rule)})  {quote(e.text)}",
+            "red")
+
+
+def _moved(e: ev.KeyPointMoved) -> Parts:
+    return ">", "moved", f"{clean(e.name)}  {clean(e.from_section)} -> {clean(e.to_section)}", "yellow"
+
+
+def _counters_set(e: ev.CountersSet) -> Parts:
+    return ("#", "counters", f"{clean(e.name)}  {counters(e.previous_helpful, e.previous_harmful)}"
+            f" -> {counters(e.helpful, e.harmful)}", "yellow")
+
+
+def _reordered(e: ev.SectionReordered) -> Parts:
+    return ".", "reordered", f"{clean(e.section)}: {', '.join(clean(n) for n in e.names)}", "dim"
+
+
+def _version(e: ev.VersionSet) -> Parts:
+    return ".", "version", f"{clean(e.previous)} -> {clean(e.version)}", "dim"
+
+
+def _skipped(e: ev.OperationSkipped) -> Parts:
+    where = f" #{e.index}" if e.index is not None else ""
+    detail = f"{clean(e.kind)}{where}: {clean(e.reason)}"
+    if e.detail:
+        detail += f": {clean(e.detail)}"
+    return "!", "skipped", detail, "magenta"
+
+
+def _repaired(e: ev.TailRepaired) -> Parts:
+    return ("!", "repaired", f"cut {e.bytes_cut} bytes of an unfinished write at byte {e.offset}, "
+            f"kept in {clean(e.kept_at)}", "magenta")
+
+
+def _set_aside(e: ev.SnapshotSetAside) -> Parts:
+    return "!", "set aside", f"unreadable playbook.json moved to {clean(e.moved_to)}: {clean(e.error)}", "magenta"
+
+
+def _requested(e: ev.LearningRequested) -> Parts:
+    reason = f" ({clean(e.reason)})" if e.reason else ""
+    return ".", "learning", f"requested {clean(e.request)} by {clean(e.hook)}{reason}: {clean(e.transcript)}", "blue"
+
+
+def _completed(e: ev.LearningCompleted) -> Parts:
+    cited = f", cited {', '.join(clean(c) for c in e.cited)}" if e.cited else ""
+    return (".", "learning", f"completed {clean(e.request)}: lines {e.from_line}-{e.through_line} "
+            f"of {clean(e.transcript)}{cited}", "blue")
+
+
+def _failed(e: ev.LearningFailed) -> Parts:
+    return "!", "learning", f"failed {clean(e.request)}: {clean(e.error)}", "red"
+
+
+def _learning_skipped(e: ev.LearningSkipped) -> Parts:
+    return ".", "learning", f"skipped {clean(e.request)}: {clean(e.reason)}", "blue"
+
+
+def _unknown(e: ev.UnknownRecord) -> Parts:
+    return "?", "unknown", f"{clean(e.type)} (written by a newer version; not applied)", "dim"
+
+
+PARTS: dict[type, Callable[[Any], Parts]] = {
+    ev.KeyPointAdded: _added, ev.KeyPointImported: _imported, ev.PlaybookImported: _playbook_imported,
+    ev.KeyPointUpdated: _updated, ev.KeyPointsMerged: _merged, ev.KeyPointDeleted: _deleted,
+    ev.KeyPointEvaluated: _evaluated, ev.KeyPointPruned: _pruned, ev.KeyPointMoved: _moved,
+    ev.CountersSet: _counters_set, ev.SectionReordered: _reordered, ev.VersionSet: _version,
+    ev.OperationSkipped: _skipped, ev.TailRepaired: _repaired, ev.SnapshotSetAside: _set_aside,
+    ev.LearningRequested: _requested, ev.LearningCompleted: _completed, ev.LearningFailed: _failed,
+    ev.LearningSkipped: _learning_skipped, ev.UnknownRecord: _unknown,
+}
+"""Each event type's one-line rendering, by its exact type."""
+
+
+def event_parts(event: ev.Event | ev.UnknownRecord) -> Parts:
+    """(mark, label, detail, colour) describing one event."""
+    render = PARTS.get(type(event))
+    return render(event) if render is not None else ("?", tag_of(event), "", "dim")
+
+
+# --- what an event did to one entry ---------------------------------------------------------------------
+
+Kind = tuple[str, str]
+"""(kind, what happened) of one history item."""
+
+
+def _h_added(e: ev.KeyPointAdded, name: str, session: str | None) -> Kind:
+    how = f" (by {clean(e.origin)})" if e.origin not in ("operation", "new_key_point") else ""
+    return "created", f"created in {clean(e.section)}{how}: {quote(e.text)}"
+
+
+def _h_imported(e: ev.KeyPointImported, name: str, session: str | None) -> Kind:
+    return "imported", f"imported into {clean(e.section)} ({clean(e.source_format)}): {quote(e.text)}"
+
+
+def _h_updated(e: ev.KeyPointUpdated, name: str, session: str | None) -> Kind:
+    return "reworded", f"re-worded {quote(e.previous_text)} -> {quote(e.text)}"
+
+
+def _h_evaluated(e: ev.KeyPointEvaluated, name: str, session: str | None) -> Kind:
+    rationale = f" ({clean(e.rationale)})" if e.rationale else ""
+    return "rated", f"rated {clean(e.rating)}{rationale}"
+
+
+def _h_counters(e: ev.CountersSet, name: str, session: str | None) -> Kind:
+    return "counters_set", (f"counters set {counters(e.previous_helpful, e.previous_harmful)} -> "
+                            f"{counters(e.helpful, e.harmful)}")
+
+
+def _h_moved(e: ev.KeyPointMoved, name: str, session: str | None) -> Kind:
+    return "moved", f"moved {clean(e.from_section)} -> {clean(e.to_section)}"
+
+
+def _h_merged(e: ev.KeyPointsMerged, name: str, session: str | None) -> Kind:
+    if e.name == name:
+        return "merged_from", f"merged from {', '.join(clean(s) for s in e.sources)}: {quote(e.text)}"
+    return "merged_into", f"merged into {clean(e.name)}"
+
+
+def _h_deleted(e: ev.KeyPointDeleted, name: str, session: str | None) -> Kind:
+    return "deleted", f"deleted ({clean(e.reason)})" if e.reason else "deleted"
+
+
+def _h_pruned(e: ev.KeyPointPruned, name: str, session: str | None) -> Kind:
+    return "pruned", f"pruned ({clean(e.rule)})"
+
+
+def _h_skipped(e: ev.OperationSkipped, name: str, session: str | None) -> Kind:
+    detail = f": {clean(e.detail)}" if e.detail else ""
+    return "skipped", f"skipped {clean(e.kind)} aimed at it: {clean(e.reason)}{detail}"
+
+
+def _h_cited(e: ev.LearningCompleted, name: str, session: str | None) -> Kind:
+    return "cited", f"cited by session {clean(session) if session else '(unknown)'}"
+
+
+HISTORY: dict[type, Callable[[Any, str, str | None], Kind]] = {
+    ev.KeyPointAdded: _h_added, ev.KeyPointImported: _h_imported, ev.KeyPointUpdated: _h_updated,
+    ev.KeyPointEvaluated: _h_evaluated, ev.CountersSet: _h_counters, ev.KeyPointMoved: _h_moved,
+    ev.KeyPointsMerged: _h_merged, ev.KeyPointDeleted: _h_deleted, ev.KeyPointPruned: _h_pruned,
+    ev.OperationSkipped: _h_skipped, ev.LearningCompleted: _h_cited,
+}
+"""What an event type did to the entry a history is about; others read as their one-line form."""
+
+
+def history_kind(event: ev.Event, name: str, session: str | None) -> Kind:
+    """(kind, what happened) to entry `name` by `event`, committed by `session`."""
+    render = HISTORY.get(type(event))
+    if render is not None:
+        return render(event, name, session)
+    _mark, label, detail, _colour = event_parts(event)
+    return tag_of(event), f"{label}: {detail}"
