@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from projections.repository import PlaybookRepository
-from tests.fake_anthropic import FakeAnthropic
+from tests.fake_anthropic import FakeAnthropic, Reply, reply_text, reply_tool_use, request_texts
 from tests.test_e2e_claude_code import CLAUDE, CURATION, claude_code_requests, respond, wait_for_learning
 from tests.test_hooks_isolation import plant_packages, tracked_copy
 
@@ -48,6 +48,20 @@ def network_env() -> dict[str, str]:
     """The machine's proxy and certificate settings, which a user's Claude Code passes to its hooks too."""
     return {k: v for k, v in os.environ.items()
             if k.upper().endswith(("PROXY", "_CA_BUNDLE", "_CA_CERTS")) or k.startswith(("SSL_CERT", "PIP_", "UV_"))}
+
+
+SHOW_PROMPT = "Run playbook show for me."
+
+
+def respond_with_the_cli(body: dict) -> Reply:
+    """The model of the sessions: asked to, it runs `playbook show` through the Bash tool."""
+    text = request_texts(body)
+    last = (body.get("messages") or [{}])[-1]
+    if SHOW_PROMPT in text and "You are the reflector" not in text and "You are the curator" not in text:
+        if any(isinstance(block, dict) and block.get("type") == "tool_result" for block in last.get("content") or []):
+            return reply_text("That is the playbook.")
+        return reply_tool_use("Bash", {"command": "playbook show", "description": "Show the playbook"})
+    return respond(body)
 
 
 def test_the_plugin_installs_from_its_marketplace_sets_itself_up_and_learns(tmp_path):
@@ -79,7 +93,7 @@ def test_the_plugin_installs_from_its_marketplace_sets_itself_up_and_learns(tmp_
     plant_packages(project, markers)
     data = config / "plugins" / "data"
 
-    with FakeAnthropic(respond) as api:
+    with FakeAnthropic(respond_with_the_cli) as api:
         api_env = {"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-test-e2e"}
         first = claude("-p", "Where is the API?", "--output-format", "json", **api_env)
         assert first.returncode == 0, first.stderr
@@ -97,10 +111,17 @@ def test_the_plugin_installs_from_its_marketplace_sets_itself_up_and_learns(tmp_
         repo = PlaybookRepository(project / ".claude")
         wait_for_learning(repo, 1)
 
+        # The plugin's bin/ is on the PATH of Claude Code's shell: `playbook` runs in its environment.
+        shown = claude("-p", SHOW_PROMPT, "--allowedTools", "Bash(playbook:*)", "--output-format", "json", **api_env)
+        assert shown.returncode == 0, shown.stderr
+        tool_output = json.dumps([block.get("content") for block in api.message_bodies()[-1]["messages"][-1]["content"]
+                                  if isinstance(block, dict) and block.get("type") == "tool_result"])
+        assert "log at seq" in tool_output and CURATION["operations"][0]["text"] in tool_output, tool_output
+
     snapshot = json.loads((project / ".claude" / "playbook.json").read_text())
     added_text = CURATION["operations"][0]["text"]
     assert [e["text"] for e in snapshot["sections"]["USER PREFERENCES"]] == [added_text]
-    outputs = [first.stdout, first.stderr, second.stdout, second.stderr,
+    outputs = [first.stdout, first.stderr, second.stdout, second.stderr, shown.stdout, shown.stderr,
                (ready.parent / "setup.log").read_text(), (project / ".claude" / "playbook.learn.log").read_text(),
                *(json.dumps(record) for record in transcript_records(config))]
     assert not [text for text in outputs if "Traceback" in text]
