@@ -87,6 +87,13 @@ def cmd_show(args: argparse.Namespace) -> int:
     from .audit import PointState, state_at
 
     when = getattr(args, "at", None)
+    selected = [flag for flag in ("injected", "left_out") if getattr(args, flag, False)]
+    if selected:
+        if when is not None or len(selected) > 1:
+            from .audit import UsageError
+
+            raise UsageError("--injected and --left-out show the playbook now, one at a time")
+        return _show_injection(args, selected[0])
     if when is None and args.before:
         from .audit import UsageError
 
@@ -107,6 +114,32 @@ def cmd_show(args: argparse.Namespace) -> int:
         _out_json(report.show_json(point, when))
     else:
         _out(report.show_lines(point, _style(), label))
+    return 0
+
+
+def _show_injection(args: argparse.Namespace, what: str) -> int:
+    """`show --injected`: exactly the context the next session receives; `--left-out`: what the budget kept out."""
+    from . import report
+    from .audit import PointState
+    from .lean import injected_context, left_out_state
+
+    repo = repository(_project(args))
+    if what == "injected":
+        injection = injected_context(repo)
+        if args.json:
+            _out_json({"budget": injection.budget, "tokens": injection.tokens, "included": injection.included,
+                       "left_out": injection.left_out, "text": injection.text})
+        else:
+            from .safe_text import clean
+
+            sys.stdout.write("\n".join(clean(line) for line in injection.text.split("\n")))
+        return 0
+    state = left_out_state(repo)
+    point = PointState(state=state, seq=state.seq, commit=None)
+    if args.json:
+        _out_json(report.show_json(point, None))
+    else:
+        _out(report.show_lines(point, _style()))
     return 0
 
 
@@ -309,6 +342,8 @@ def build_parser() -> argparse.ArgumentParser:
     show = add("show", cmd_show, "the playbook as it is injected (or as it was at WHEN), with totals", when=True)
     show.add_argument("--at", metavar="WHEN", help="the playbook as it was at WHEN")
     show.add_argument("--before", action="store_true", help="with --at: just before that transaction or session")
+    show.add_argument("--injected", action="store_true", help="exactly the context the next session receives")
+    show.add_argument("--left-out", action="store_true", help="the key points the injection budget leaves out")
 
     at = add("at", cmd_at, "the playbook as it was at WHEN (same as show --at WHEN)", when=True)
     at.add_argument("when", metavar="WHEN")

@@ -10,6 +10,22 @@ import os
 import sys
 
 INJECTION_NAME = "playbook.hook.json"
+SETTINGS_NAME = "playbook.settings.json"
+STAMPED_ENV = ("PLAYBOOK_INJECTION_BUDGET", "PLAYBOOK_RECALL", "PLAYBOOK_RECALL_MAX_CHARS")
+
+
+def settings_stamp(project: str) -> str:
+    """`projections.injection.settings_stamp`, with the standard library alone: the two must agree."""
+    parts = []
+    for path in (os.path.join(os.path.expanduser("~"), ".claude", SETTINGS_NAME),
+                 os.path.join(project, ".claude", SETTINGS_NAME)):
+        try:
+            parts.append(str(os.stat(path).st_mtime_ns))
+        except (OSError, ValueError):
+            parts.append("0")
+    for name in STAMPED_ENV:
+        parts.append("".join(os.environ.get(name, "").split()).encode("utf-8", "surrogateescape").hex())
+    return ":".join(parts)
 
 
 def _fast(claude_dir: str) -> bytes | None:
@@ -18,10 +34,13 @@ def _fast(claude_dir: str) -> bytes | None:
         with open(os.path.join(claude_dir, INJECTION_NAME), "rb") as handle:
             data = handle.read()
         header, _, output = data.partition(b"\n")
-        log_size, snapshot_mtime = (int(x) for x in header.split())
+        size, mtime, stamp = header.split()
+        log_size, snapshot_mtime = int(size), int(mtime)
         if os.stat(os.path.join(claude_dir, "playbook.events.jsonl")).st_size != log_size:
             return None
         if os.stat(os.path.join(claude_dir, "playbook.json")).st_mtime_ns != snapshot_mtime:
+            return None
+        if stamp.decode() != settings_stamp(os.path.dirname(claude_dir)):
             return None
         return output
     except (OSError, ValueError):

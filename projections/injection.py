@@ -1,19 +1,38 @@
 """The SessionStart hook's output, projected ahead of time so the hook only copies bytes.
 
-File format: one header line `<log size> <playbook.json mtime_ns>`, then the exact
-bytes the hook prints (nothing for an empty playbook). The hook trusts the file
-only while both numbers still match; otherwise it takes the slow path.
+File format: one header line `<log size> <playbook.json mtime_ns> <settings stamp>`,
+then the exact bytes the hook prints (nothing for an empty playbook). The hook
+trusts the file only while all three still match; otherwise it takes the slow
+path. The settings stamp (see `settings_stamp`) changes whenever a setting that
+shapes the injection may have changed, so a new budget takes effect at the next
+session start.
+
+The injection is held to a budget of estimated tokens: the user's preferences are
+taken first, then the other key points by track record, stale ones last; what is
+left out is counted in one closing line.
 """
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
+
 import msgspec
 
-from eventlog.domain import PlaybookState
+from eventlog.domain import SECTION_SLUGS, KeyPoint, PlaybookState
 
-from .render import format_state
+from .render import format_sections, load_template
 
 INJECTION_NAME = "playbook.hook.json"
+SETTINGS_NAME = "playbook.settings.json"
+PREFERENCES = "USER PREFERENCES"
+
+BUDGET_KEY = "playbook_injection_budget"
+DEFAULT_BUDGET = 3000
+"""Estimated tokens of the SessionStart context; 0 injects everything. See README for the measurement."""
+STAMPED_ENV = ("PLAYBOOK_INJECTION_BUDGET", "PLAYBOOK_RECALL", "PLAYBOOK_RECALL_MAX_CHARS")
+"""Environment variables that shape what the hooks inject: part of the projections' settings stamp."""
 
 
 class _Output(msgspec.Struct):
@@ -25,13 +44,138 @@ class _HookOutput(msgspec.Struct):
     hookSpecificOutput: _Output
 
 
-def hook_output(state: PlaybookState) -> bytes:
-    """What the SessionStart hook prints for `state`: the rendered playbook as additional context."""
-    text = format_state(state)
+class Injection(msgspec.Struct, frozen=True):
+    """What a session is given: `text`, the key points in it, and those the budget left out."""
+
+    text: str
+    included: list[str]
+    left_out: list[str]
+    budget: int
+    tokens: int
+
+
+def estimate_tokens(text: str) -> int:
+    """Estimated tokens of `text`: a quarter of its UTF-8 bytes, rounded up (never below the usual count
+    for English, and about one per character for CJK text)."""
+    return (len(text.encode("utf-8")) + 3) // 4
+
+
+def score(kp: KeyPoint, cited: int = 0) -> int:
+    """A key point's track record: helpful minus harmful ratings, plus its citations."""
+    return kp.helpful - kp.harmful + cited
+
+
+def _line(kp: KeyPoint) -> str:
+    return f"[{kp.name}] helpful={kp.helpful} harmful={kp.harmful} :: {kp.text}\n"
+
+
+def left_out_line(count: int, budget: int) -> str:
+    return (f"({count} more key point{'s' if count != 1 else ''} left out to keep this within "
+            f"{budget} tokens: `playbook show --left-out` lists them.)")
+
+
+def plan(state: PlaybookState, budget: int, cited: dict[str, int] | None = None,
+         stale: frozenset[str] | set[str] = frozenset()) -> Injection:
+    """What the next session receives under `budget` estimated tokens (0: no budget).
+
+    Guarantee: the text, closing line included, is within the budget whenever the fixed
+    frame (instructions and headers) is; USER PREFERENCES are taken before any other
+    section; then the best track record first (`score`), stale key points last; the key
+    points kept appear in their playbook order.
+    """
+    cited = cited or {}
+    entries = state.entries()
+    full = _render(state, set(state.where))
+    if budget <= 0 or estimate_tokens(full) <= budget:
+        names = [kp.name for _section, kp in entries]
+        return Injection(full, names, [], budget, estimate_tokens(full))
+    # Ranking: preferences first, stale last, then track record; the position inside its section breaks
+    # ties, so equal records are taken from every section in turn rather than one section's tail.
+    ranked: list[tuple[int, int, int, int, KeyPoint]] = []
+    for section_index, (section, section_entries) in enumerate(state.sections.items()):
+        for position, kp in enumerate(section_entries.values()):
+            tier = 2 if kp.name in stale else 0 if section == PREFERENCES else 1
+            ranked.append((tier, -score(kp, cited.get(kp.name, 0)), position, section_index, kp))
+    ranked.sort(key=lambda item: item[:4])
+    frame = estimate_tokens(load_template("playbook.txt").format(key_points=""))
+    frame += sum(estimate_tokens(f"## {section}\n\n") for section in SECTION_SLUGS)
+    frame += estimate_tokens(left_out_line(len(entries), budget))
+    room = budget - frame
+    chosen: set[str] = set()
+    blocked, current = False, 0
+    for tier, *_key, kp in ranked:
+        if tier != current:
+            if blocked:  # a tier is entered only when every key point of the tiers before it fitted
+                break
+            current = tier
+        cost = estimate_tokens(_line(kp))
+        if cost <= room:
+            chosen.add(kp.name)
+            room -= cost
+        else:
+            blocked = True
+    left_out = [kp.name for _section, kp in entries if kp.name not in chosen]
+    text = _render(state, chosen)
+    text = (text.rstrip("\n") + "\n\n" if text else "") + left_out_line(len(left_out), budget) + "\n"
+    return Injection(text, [kp.name for _section, kp in entries if kp.name in chosen], left_out, budget,
+                     estimate_tokens(text))
+
+
+def _render(state: PlaybookState, names: set[str]) -> str:
+    return format_sections(
+        {section: [(kp.name, kp.text, kp.helpful, kp.harmful) for kp in section_entries.values() if kp.name in names]
+         for section, section_entries in state.sections.items()}
+    )
+
+
+def hook_output(state: PlaybookState, budget: int = DEFAULT_BUDGET, cited: dict[str, int] | None = None,
+                stale: frozenset[str] | set[str] = frozenset()) -> bytes:
+    """What the SessionStart hook prints for `state`: the playbook within `budget` as additional context."""
+    text = plan(state, budget, cited, stale).text
     if not text:
         return b""
     return msgspec.json.encode(_HookOutput(_Output("SessionStart", text))) + b"\n"
 
 
-def injection_file(log_size: int, snapshot_mtime_ns: int, output: bytes) -> bytes:
-    return f"{log_size} {snapshot_mtime_ns}\n".encode() + output
+def injection_file(log_size: int, snapshot_mtime_ns: int, output: bytes, stamp: str = "-") -> bytes:
+    return f"{log_size} {snapshot_mtime_ns} {stamp}\n".encode() + output
+
+
+def settings_paths(project: Path) -> tuple[Path, Path]:
+    """The user's and the project's settings files, in the order they apply."""
+    return Path(os.path.expanduser("~")) / ".claude" / SETTINGS_NAME, project / ".claude" / SETTINGS_NAME
+
+
+def settings_stamp(project: Path) -> str:
+    """A token that changes whenever a setting that shapes the injection may have: the settings files'
+    modification times and the environment variables in STAMPED_ENV. `playbook/inject.py` computes
+    the same token with the standard library alone."""
+    parts = []
+    for path in settings_paths(project):
+        try:
+            parts.append(str(os.stat(path).st_mtime_ns))
+        except (OSError, ValueError):
+            parts.append("0")
+    for name in STAMPED_ENV:
+        parts.append("".join(os.environ.get(name, "").split()).encode("utf-8", "surrogateescape").hex())
+    return ":".join(parts)
+
+
+def injection_budget(project: Path) -> int:
+    """The budget in force for `project`: the environment, then the project's settings, then the user's."""
+    raw = os.environ.get(BUDGET_KEY.upper())
+    if raw is not None:
+        try:
+            return max(int(raw.strip()), 0)
+        except ValueError:
+            pass
+    budget = DEFAULT_BUDGET
+    for path in settings_paths(project):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        value = data.get(BUDGET_KEY) if isinstance(data, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool):
+            budget = max(value, 0)
+    return budget

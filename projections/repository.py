@@ -24,7 +24,7 @@ from eventlog.evolve import apply_transaction
 from eventlog.store import Committed, JsonlEventStore, Position, fault, fold_log, hash_at
 
 from . import checkpoints
-from .injection import INJECTION_NAME, hook_output, injection_file
+from .injection import INJECTION_NAME, hook_output, injection_budget, injection_file, settings_stamp
 from .snapshot import ReadSnapshot, claimed_position, read_snapshot, render, state_of, write_atomically
 
 LOG_NAME = "playbook.events.jsonl"
@@ -144,7 +144,10 @@ class PlaybookRepository:
         try:
             if force or current != data:
                 write_atomically(self.snapshot_path, data)
-            injection = injection_file(position.offset, self.snapshot_path.stat().st_mtime_ns, hook_output(state))
+            project = self.claude_dir.parent
+            stamp = settings_stamp(project)  # before the settings are read: a change meanwhile leaves it stale
+            injection = injection_file(position.offset, self.snapshot_path.stat().st_mtime_ns,
+                                       hook_output(state, injection_budget(project)), stamp)
             try:
                 if self.injection_path.read_bytes() == injection:
                     return

@@ -328,7 +328,7 @@ def _file_reader(claude_dir: str, result_dir: str, worker: int, env: dict, barri
             found = read_snapshot(snapshot)
             assert found is not None and found.snapshot is not None, found  # ours, untouched, digest matches
             header, _, output = injection.read_bytes().partition(b"\n")
-            log_size, mtime = (int(x) for x in header.split())
+            log_size, mtime = (int(x) for x in header.split()[:2])
             assert log_size > 0 and mtime > 0
             _check_hook_output(output)
             _sightings(hooks, output)
