@@ -24,11 +24,13 @@ from .domain import (
 )
 from .events import (
     CountersSet,
+    CurationHeld,
     Event,
     KeyPointAdded,
     KeyPointDeleted,
     KeyPointEvaluated,
     KeyPointImported,
+    KeyPointMarkedStale,
     KeyPointMoved,
     KeyPointPruned,
     KeyPointsMerged,
@@ -42,6 +44,7 @@ from .events import (
     SectionReordered,
     VersionSet,
 )
+from .collapse import HoldCuration
 from .evolve import apply, fold
 from .legacy import NormalizedPlaybook, normalize_playbook, to_jsonable
 
@@ -142,6 +145,22 @@ class CompleteLearning(msgspec.Struct, frozen=True, kw_only=True):
     from_line: int
     through_line: int
     cited: list[str] = []
+    injected: list[str] = []
+
+
+class SweepStale(msgspec.Struct, frozen=True, kw_only=True):
+    """Mark key points unused (neither rated nor cited) for `stale_after` learned sessions as stale, and
+    retire (DELETE, reason `stale`) those unused for `retire_after`; 0 turns either off."""
+
+    stale_after: int
+    retire_after: int
+
+
+class MergeDuplicates(msgspec.Struct, frozen=True, kw_only=True):
+    """Merge each pair (kept, duplicate, similarity) still present: the kept text survives, counters add up."""
+
+    pairs: list[tuple[str, str, float]]
+    method: str
 
 
 class FailLearning(msgspec.Struct, frozen=True, kw_only=True):
@@ -159,7 +178,7 @@ class SkipLearning(msgspec.Struct, frozen=True, kw_only=True):
 
 Command = Union[
     ApplyOperations, AddNewKeyPoints, Evaluate, Prune, ImportLegacy, RecordUnreadableFile, ReplaceContent,
-    RequestLearning, CompleteLearning, FailLearning, SkipLearning,
+    RequestLearning, CompleteLearning, FailLearning, SkipLearning, SweepStale, MergeDuplicates, HoldCuration,
 ]
 
 
@@ -521,7 +540,37 @@ def _complete_learning(d: _Decision, command: CompleteLearning) -> None:
     if command.request in d.state.pending:
         d.emit(LearningCompleted(request=command.request, transcript=command.transcript,
                                  from_line=command.from_line, through_line=command.through_line,
-                                 cited=list(command.cited)))
+                                 cited=list(command.cited), injected=list(command.injected)))
+
+
+def _sweep_stale(d: _Decision, command: SweepStale) -> None:
+    state = d.state
+    for section, kp in state.entries():
+        used = state.usage.get(kp.name)
+        idle = state.sessions - (used.last_used if used is not None else 0)
+        if command.retire_after and idle >= command.retire_after:
+            d.emit(KeyPointDeleted(section=section, name=kp.name, text=kp.text, reason="stale"))
+        elif command.stale_after and idle >= command.stale_after and not (used is not None and used.stale):
+            d.emit(KeyPointMarkedStale(name=kp.name, idle_sessions=idle))
+
+
+def _merge_duplicates(d: _Decision, command: MergeDuplicates) -> None:
+    for kept, duplicate, score in command.pairs:
+        first, second = d.state.get(kept), d.state.get(duplicate)
+        if first is None or second is None or kept == duplicate:
+            continue  # merged or removed meanwhile
+        section = d.state.where[kept]
+        d.emit(KeyPointsMerged(
+            section=section, name=next_name(d.state, section), text=first.text, sources=[kept, duplicate],
+            helpful=first.helpful + second.helpful, harmful=first.harmful + second.harmful,
+            similarity=round(score, 3), method=command.method,
+        ))
+
+
+def _hold_curation(d: _Decision, command: HoldCuration) -> None:
+    loss = command.loss
+    d.emit(CurationHeld(reason=command.reason, operations=to_jsonable(command.operations), entries=loss.entries,
+                        removed=loss.removed, chars_before=loss.chars_before, chars_after=loss.chars_after))
 
 
 def _fail_learning(d: _Decision, command: FailLearning) -> None:
@@ -547,4 +596,7 @@ _HANDLERS: dict[type, Callable[[_Decision, Any], None]] = {
     CompleteLearning: _complete_learning,
     FailLearning: _fail_learning,
     SkipLearning: _skip_learning,
+    SweepStale: _sweep_stale,
+    MergeDuplicates: _merge_duplicates,
+    HoldCuration: _hold_curation,
 }

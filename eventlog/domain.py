@@ -39,6 +39,16 @@ class KeyPoint(msgspec.Struct, gc=False):
     harmful: int = 0
 
 
+class Usage(msgspec.Struct, array_like=True, gc=False):
+    """What the log knows of a key point's use. `last_used` is the learned-session count when it was
+    created, rated helpful or harmful, or cited; `stale` is set by a KeyPointMarkedStale until its next use."""
+
+    injected: int = 0
+    cited: int = 0
+    last_used: int = 0
+    stale: bool = False
+
+
 class PendingLearning(msgspec.Struct, frozen=True, gc=False):
     """A learning request recorded by a hook and not yet finished."""
 
@@ -69,6 +79,10 @@ class PlaybookState(msgspec.Struct):
     """Learning requests not yet finished, by request id."""
     progress: dict[str, int] = msgspec.field(default_factory=dict)
     """Per transcript path, the line up to which learning has gone."""
+    sessions: int = 0
+    """Learning cycles completed: the clock that staleness is measured in."""
+    usage: dict[str, Usage] = msgspec.field(default_factory=dict)
+    """Per key point: sessions injected, citations, when last used, stale or not."""
 
     def copy(self) -> PlaybookState:
         """A deep copy: the fold may mutate it without touching this one."""
@@ -84,6 +98,8 @@ class PlaybookState(msgspec.Struct):
             seq=self.seq,
             pending=dict(self.pending),
             progress=dict(self.progress),
+            sessions=self.sessions,
+            usage={name: Usage(u.injected, u.cited, u.last_used, u.stale) for name, u in self.usage.items()},
         )
 
     def get(self, name: str) -> KeyPoint | None:

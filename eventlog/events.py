@@ -98,6 +98,9 @@ class KeyPointsMerged(Event, frozen=True, kw_only=True, tag="KeyPointsMerged"):
     harmful: int
     missing_sources: list[str] = []
     cut_from: int | None = None
+    similarity: float | None = None
+    """For a merge of near-duplicates found by the playbook itself: how alike they were, and by what `method`."""
+    method: str | None = None
 
 
 class KeyPointDeleted(Event, frozen=True, kw_only=True, tag="KeyPointDeleted"):
@@ -152,6 +155,24 @@ class VersionSet(Event, frozen=True, kw_only=True, tag="VersionSet"):
     previous: str
 
 
+class KeyPointMarkedStale(Event, frozen=True, kw_only=True, tag="KeyPointMarkedStale"):
+    """Neither rated nor cited in `idle_sessions` learned sessions: injected last until it is used again."""
+
+    name: str
+    idle_sessions: int
+
+
+class CurationHeld(Event, frozen=True, kw_only=True, tag="CurationHeld"):
+    """A curator reply not applied because it would collapse the playbook: `operations` as given, and why."""
+
+    reason: str
+    operations: Any = None
+    entries: int = 0
+    removed: int = 0
+    chars_before: int = 0
+    chars_after: int = 0
+
+
 class OperationSkipped(Event, frozen=True, kw_only=True, tag="OperationSkipped"):
     """A request that was not applied, and why, so nothing disappears silently.
 
@@ -199,6 +220,8 @@ class LearningCompleted(Event, frozen=True, kw_only=True, tag="LearningCompleted
     from_line: int
     through_line: int
     cited: list[str] = []
+    injected: list[str] = []
+    """The key points the session was given (the injection budget's choice when its learning ran)."""
 
 
 class LearningFailed(Event, frozen=True, kw_only=True, tag="LearningFailed"):

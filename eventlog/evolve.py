@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any, Union
 
 from .domain import PlaybookState
+from .handlers import used
 from .events import Event, KeyPointEvaluated, TransactionCommitted, record_view
 from .registry import COMMIT_READS, REGISTRY, Handler
 
@@ -64,6 +65,8 @@ def apply_records(state: PlaybookState, records: list) -> None:
             section = where.get(record.name)
             if section is not None:
                 kp = sections[section][record.name]
+                if kp.helpful != record.helpful or kp.harmful != record.harmful:
+                    used(state, record.name)
                 kp.helpful = record.helpful
                 kp.harmful = record.harmful
             changed = True

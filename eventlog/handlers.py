@@ -8,7 +8,7 @@ fields its registry entry lists in `reads`: the fold hands it a light view of th
 from __future__ import annotations
 
 from . import events as ev
-from .domain import MAX_ID_DIGITS, OTHERS, KeyPoint, PendingLearning, PlaybookState, legacy_number
+from .domain import MAX_ID_DIGITS, OTHERS, KeyPoint, PendingLearning, PlaybookState, Usage, legacy_number
 
 
 def _note_name(state: PlaybookState, name: str) -> None:
@@ -50,6 +50,7 @@ def _remove(state: PlaybookState, name: str) -> KeyPoint | None:
 
 def imported(state: PlaybookState, e: ev.KeyPointImported) -> bool:
     _insert(state, e.section, KeyPoint(e.name, e.text, e.helpful, e.harmful))
+    state.usage[e.name] = Usage(last_used=state.sessions)
     return False
 
 
@@ -61,6 +62,7 @@ def playbook_imported(state: PlaybookState, e: ev.PlaybookImported) -> bool:
 
 def added(state: PlaybookState, e: ev.KeyPointAdded) -> bool:
     _insert(state, e.section, KeyPoint(e.name, e.text, e.helpful, e.harmful))
+    state.usage[e.name] = Usage(last_used=state.sessions)
     return True
 
 
@@ -71,14 +73,19 @@ def updated(state: PlaybookState, e: ev.KeyPointUpdated) -> bool:
 
 
 def merged(state: PlaybookState, e: ev.KeyPointsMerged) -> bool:
+    together = Usage(last_used=state.sessions)
     for source in e.sources:
-        _remove(state, source)
+        if _remove(state, source) is not None and (used := state.usage.pop(source, None)) is not None:
+            together.injected = max(together.injected, used.injected)
+            together.cited += used.cited
     _insert(state, e.section, KeyPoint(e.name, e.text, e.helpful, e.harmful))
+    state.usage[e.name] = together
     return True
 
 
 def removed(state: PlaybookState, e: ev.KeyPointDeleted | ev.KeyPointPruned) -> bool:
     _remove(state, e.name)
+    state.usage.pop(e.name, None)
     return True
 
 
@@ -86,9 +93,20 @@ def counters(state: PlaybookState, e: ev.KeyPointEvaluated | ev.CountersSet) -> 
     section = state.where.get(e.name)
     if section is not None:
         kp = state.sections[section][e.name]
+        if kp.helpful != e.helpful or kp.harmful != e.harmful:
+            used(state, e.name)
         kp.helpful = e.helpful
         kp.harmful = e.harmful
     return True
+
+
+def used(state: PlaybookState, name: str, now: int | None = None) -> None:
+    """`name` was rated helpful or harmful (in the session under way: `sessions + 1`), or cited: fresh again."""
+    found = state.usage.get(name)
+    if found is None:
+        found = state.usage[name] = Usage()
+    found.last_used = state.sessions + 1 if now is None else now
+    found.stale = False
 
 
 def moved(state: PlaybookState, e: ev.KeyPointMoved) -> bool:
@@ -113,6 +131,29 @@ def version(state: PlaybookState, e: ev.VersionSet) -> bool:
 
 def requested(state: PlaybookState, e: ev.LearningRequested) -> bool:
     state.pending[e.request] = PendingLearning(e.request, e.hook, e.transcript, e.session, e.at)
+    return False
+
+
+def completed(state: PlaybookState, e: ev.LearningCompleted) -> bool:
+    """A learned session: the clock of use moves on; what it was given and what it cited are counted."""
+    state.sessions += 1
+    usage = state.usage
+    for name in e.injected:
+        if name in state.where:
+            found = usage.get(name)
+            if found is None:
+                found = usage[name] = Usage(last_used=state.sessions - 1)
+            found.injected += 1
+    for name in set(e.cited):
+        if name in state.where:
+            used(state, name, state.sessions)
+            usage[name].cited += 1
+    return learned(state, e)
+
+
+def marked_stale(state: PlaybookState, e: ev.KeyPointMarkedStale) -> bool:
+    if (found := state.usage.get(e.name)) is not None:
+        found.stale = True
     return False
 
 

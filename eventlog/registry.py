@@ -66,11 +66,15 @@ REGISTRY: tuple[EventType, ...] = (
     EventType(ev.SnapshotSetAside, "set-aside", h.housekeeping, ()),
     EventType(ev.LearningRequested, "requested", h.requested, ("at", "request", "hook", "transcript", "session"),
               family="learning"),
-    EventType(ev.LearningCompleted, "completed", h.learned, ("request", "transcript", "through_line"),
-              cites=("cited",), family="learning"),
+    EventType(ev.LearningCompleted, "completed", h.completed,
+              ("request", "transcript", "through_line", "cited", "injected"), cites=("cited",), family="learning"),
     EventType(ev.LearningFailed, "failed", h.failed, ("request",), family="learning"),
     EventType(ev.LearningSkipped, "learning-skipped", h.learned, ("request", "transcript", "through_line"),
               family="learning"),
+    # Marking stale changes how a key point is ranked, not what it says: named, not touched (a revert of an
+    # earlier transaction is not held up by it).
+    EventType(ev.KeyPointMarkedStale, "stale", h.marked_stale, ("name",), cites=("name",)),
+    EventType(ev.CurationHeld, "held", h.skipped, (), cites=("operations",)),
 )
 """In the order the audit lists them."""
 

@@ -87,12 +87,12 @@ def cmd_show(args: argparse.Namespace) -> int:
     from .audit import PointState, state_at
 
     when = getattr(args, "at", None)
-    selected = [flag for flag in ("injected", "left_out") if getattr(args, flag, False)]
+    selected = [flag for flag in ("injected", "left_out", "unused") if getattr(args, flag, False)]
     if selected:
         if when is not None or len(selected) > 1:
             from .audit import UsageError
 
-            raise UsageError("--injected and --left-out show the playbook now, one at a time")
+            raise UsageError("--injected, --left-out and --unused show the playbook now, one at a time")
         return _show_injection(args, selected[0])
     if when is None and args.before:
         from .audit import UsageError
@@ -121,7 +121,7 @@ def _show_injection(args: argparse.Namespace, what: str) -> int:
     """`show --injected`: exactly the context the next session receives; `--left-out`: what the budget kept out."""
     from . import report
     from .audit import PointState
-    from .lean import injected_context, left_out_state
+    from .lean import injected_context, left_out_state, unused_state
 
     repo = repository(_project(args))
     if what == "injected":
@@ -134,7 +134,7 @@ def _show_injection(args: argparse.Namespace, what: str) -> int:
 
             sys.stdout.write("\n".join(clean(line) for line in injection.text.split("\n")))
         return 0
-    state = left_out_state(repo)
+    state = left_out_state(repo) if what == "left_out" else unused_state(repo)
     point = PointState(state=state, seq=state.seq, commit=None)
     if args.json:
         _out_json(report.show_json(point, None))
@@ -209,11 +209,19 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from . import report
     from .audit import stats
 
-    result = stats(repository(_project(args)))
+    from .lean import usage_lines, usage_rows
+
+    repo = repository(_project(args))
+    result = stats(repo)
+    state = repo.current()[0]
     if args.json:
-        _out_json(report.stats_json(result))
+        import msgspec
+
+        _out_json({**report.stats_json(result), "sessions": state.sessions,
+                   "usage": msgspec.to_builtins(usage_rows(state))})
     else:
-        _out(report.stats_lines(result, _style()))
+        style = _style()
+        _out(report.stats_lines(result, style) + usage_lines(state, style.width))
     return 0
 
 
@@ -243,6 +251,46 @@ def cmd_revert(args: argparse.Namespace) -> int:
         _out_json(report.revert_json(result))
     else:
         _out(report.revert_lines(result, _style()))
+    return 0
+
+
+def cmd_dedup(args: argparse.Namespace) -> int:
+    from eventlog import similarity
+    from eventlog.decide import MergeDuplicates
+    from eventlog.events import Cause
+
+    from .lean import duplicates_in
+    from .safe_text import clean
+
+    threshold = args.threshold
+    if threshold is not None and not 0 < threshold <= 1:
+        from .audit import UsageError
+
+        raise UsageError("--threshold is a similarity between 0 and 1")
+    repo = repository(_project(args))
+    state = repo.state()
+    using = similarity.method()
+    chosen = similarity.THRESHOLDS[using] if threshold is None else threshold
+    if len(state.where) > 500:
+        print(f"playbook: comparing {len(state.where)} key points ({using}, threshold {chosen:g})...", file=sys.stderr)
+    pairs = duplicates_in(state, chosen)
+    committed = None
+    if args.apply and pairs:
+        committed = repo.append([MergeDuplicates(pairs=pairs, method=using)],
+                                Cause(source="dedup", note=f"near-duplicates at similarity >= {chosen:g} ({using})"))
+    if args.json:
+        _out_json({"method": using, "threshold": chosen, "applied": committed is not None,
+                   "tx": committed.commit.tx if committed is not None else None,
+                   "pairs": [{"kept": a, "merged": b, "similarity": round(score, 3)} for a, b, score in pairs]})
+        return 0
+    lines = []
+    for kept, duplicate, score in pairs:
+        first, second = state.get(kept), state.get(duplicate)
+        lines.append(f"{clean(kept)} ~ {clean(duplicate)}  {score:.2f}  {clean(first.text if first else '')!r} "
+                     f"/ {clean(second.text if second else '')!r}")
+    verdict = (f"merged {len(pairs)} pair(s) as transaction {committed.commit.tx}" if committed is not None
+               else f"{len(pairs)} pair(s) of near-duplicates" + ("; run with --apply to merge them" if pairs else ""))
+    _out(lines + [f"{verdict} ({using}, threshold {chosen:g})"])
     return 0
 
 
@@ -344,6 +392,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--before", action="store_true", help="with --at: just before that transaction or session")
     show.add_argument("--injected", action="store_true", help="exactly the context the next session receives")
     show.add_argument("--left-out", action="store_true", help="the key points the injection budget leaves out")
+    show.add_argument("--unused", action="store_true", help="the key points no session ever cited")
 
     at = add("at", cmd_at, "the playbook as it was at WHEN (same as show --at WHEN)", when=True)
     at.add_argument("when", metavar="WHEN")
@@ -381,7 +430,11 @@ def build_parser() -> argparse.ArgumentParser:
     imp = add("import", cmd_import, "append a legacy playbook.json (any format) to the log")
     imp.add_argument("file", metavar="FILE")
 
-    add("stats", cmd_stats, "counts per section and event type, most helpful and harmful entries, learning outcomes")
+    add("stats", cmd_stats, "counts per section and event type, most helpful and harmful entries, learning outcomes, "
+        "and each key point's use (sessions injected, cited, rated)")
+    dedup = add("dedup", cmd_dedup, "find near-duplicate key points; merge them with --apply (a dry run without)")
+    dedup.add_argument("--apply", action="store_true", help="merge the pairs found, as one transaction")
+    dedup.add_argument("--threshold", type=float, metavar="T", help="similarity from 0 to 1 (default: the method's)")
     add("rebuild", cmd_rebuild, "rewrite playbook.json from the log and clear the checkpoints")
 
     hook = add("hook", cmd_hook, "run a Claude Code hook (reads the hook JSON on stdin)", parents=plain)

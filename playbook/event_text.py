@@ -60,6 +60,8 @@ def _merged(e: ev.KeyPointsMerged) -> Parts:
     if e.missing_sources:
         detail += f" (unknown sources: {', '.join(clean(s) for s in e.missing_sources)})"
     detail += f"  {counters(e.helpful, e.harmful)}  {clean(e.section)}: {quote(e.text)}"
+    if e.similarity is not None:
+        detail += f"  (near-duplicates: similarity {e.similarity:.2f} by {clean(e.method or '?')})"
     return "*", "merged", detail, "cyan"
 
 
@@ -133,6 +135,14 @@ def _learning_skipped(e: ev.LearningSkipped) -> Parts:
     return ".", "learning", f"skipped {clean(e.request)}: {clean(e.reason)}", "blue"
 
 
+def _marked_stale(e: ev.KeyPointMarkedStale) -> Parts:
+    return "z", "stale", f"{clean(e.name)}  neither rated nor cited in {e.idle_sessions} sessions", "dim"
+
+
+def _held(e: ev.CurationHeld) -> Parts:
+    return "!", "held", f"curator reply not applied: {clean(e.reason)}", "magenta"
+
+
 def _unknown(e: ev.UnknownRecord) -> Parts:
     return "?", "unknown", f"{clean(e.type)} (written by a newer version; not applied)", "dim"
 
@@ -144,7 +154,8 @@ PARTS: dict[type, Callable[[Any], Parts]] = {
     ev.CountersSet: _counters_set, ev.SectionReordered: _reordered, ev.VersionSet: _version,
     ev.OperationSkipped: _skipped, ev.TailRepaired: _repaired, ev.SnapshotSetAside: _set_aside,
     ev.LearningRequested: _requested, ev.LearningCompleted: _completed, ev.LearningFailed: _failed,
-    ev.LearningSkipped: _learning_skipped, ev.UnknownRecord: _unknown,
+    ev.LearningSkipped: _learning_skipped, ev.KeyPointMarkedStale: _marked_stale, ev.CurationHeld: _held,
+    ev.UnknownRecord: _unknown,
 }
 """Each event type's one-line rendering, by its exact type."""
 
@@ -207,6 +218,10 @@ def _h_skipped(e: ev.OperationSkipped, name: str, session: str | None) -> Kind:
     return "skipped", f"skipped {clean(e.kind)} aimed at it: {clean(e.reason)}{detail}"
 
 
+def _h_stale(e: ev.KeyPointMarkedStale, name: str, session: str | None) -> Kind:
+    return "stale", f"marked stale: neither rated nor cited in {e.idle_sessions} sessions"
+
+
 def _h_cited(e: ev.LearningCompleted, name: str, session: str | None) -> Kind:
     return "cited", f"cited by session {clean(session) if session else '(unknown)'}"
 
@@ -215,7 +230,7 @@ HISTORY: dict[type, Callable[[Any, str, str | None], Kind]] = {
     ev.KeyPointAdded: _h_added, ev.KeyPointImported: _h_imported, ev.KeyPointUpdated: _h_updated,
     ev.KeyPointEvaluated: _h_evaluated, ev.CountersSet: _h_counters, ev.KeyPointMoved: _h_moved,
     ev.KeyPointsMerged: _h_merged, ev.KeyPointDeleted: _h_deleted, ev.KeyPointPruned: _h_pruned,
-    ev.OperationSkipped: _h_skipped, ev.LearningCompleted: _h_cited,
+    ev.OperationSkipped: _h_skipped, ev.LearningCompleted: _h_cited, ev.KeyPointMarkedStale: _h_stale,
 }
 """What an event type did to the entry a history is about; others read as their one-line form."""
 

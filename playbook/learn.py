@@ -24,7 +24,6 @@ from pathlib import Path
 import msgspec
 
 from eventlog.decide import (
-    ApplyOperations,
     CompleteLearning,
     Evaluate,
     FailLearning,
@@ -42,6 +41,7 @@ from eventlog.store import FILE_MODE
 from projections.repository import PlaybookRepository
 
 from .api import to_playbook_dict
+from .lean import curation_commands, current_plan, lean_settings, sweep_stale
 from .project import repository
 from .transcript import TranscriptError, cited_ids, read_transcript
 
@@ -159,16 +159,22 @@ def run_cycle(repo: PlaybookRepository, pending: PendingLearning) -> Outcome:
         _finish(repo, FailLearning(request=pending.request, error=error, transcript=path), pending, config.model)
         return Outcome(pending.request, "failed", error)
 
+    lean = lean_settings(repo.claude_dir.parent)
+    held: list[str] = []
+
     def decider(fresh: PlaybookState) -> list:
         if pending.request not in fresh.pending:
             return []
         if fresh.progress.get(path, 0) != start:
             return decide(fresh, SkipLearning(request=pending.request, reason="transcript learned meanwhile",
                                               transcript=path))
+        curating, why_held = curation_commands(fresh, evaluations, curation["operations"], lean)
+        held[:] = [why_held] if why_held else []
         return decide_all(fresh, [
-            Evaluate(evaluations), ApplyOperations(curation["operations"]), Prune(),
+            Evaluate(evaluations), *curating, Prune(),
             CompleteLearning(request=pending.request, transcript=path, from_line=start,
-                             through_line=transcript.lines, cited=cited),
+                             through_line=transcript.lines, cited=cited,
+                             injected=current_plan(repo, fresh).included),
         ])
 
     cause = Cause(source=f"hook:{pending.hook}", session=pending.session, model=config.model,
@@ -183,7 +189,11 @@ def run_cycle(repo: PlaybookRepository, pending: PendingLearning) -> Outcome:
         error = f"learning failed while applying the reply: {type(exc).__name__}"
         _finish(repo, FailLearning(request=pending.request, error=error, transcript=path), pending, config.model)
         return Outcome(pending.request, "failed", error)
-    return Outcome(pending.request, "completed")
+    if held:
+        print(f"playbook: learning {pending.request}: the curator's reply was held, not applied: {held[0]}",
+              flush=True)
+    sweep_stale(repo, lean, pending.session)
+    return Outcome(pending.request, "completed", f"held: {held[0]}" if held else "")
 
 
 async def _ask_models(messages: list, state: PlaybookState, cited: list[str], config) -> tuple[dict, object, dict]:

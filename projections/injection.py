@@ -20,7 +20,7 @@ from pathlib import Path
 
 import msgspec
 
-from eventlog.domain import SECTION_SLUGS, KeyPoint, PlaybookState
+from eventlog.domain import SECTION_SLUGS, KeyPoint, PlaybookState, Usage
 
 from .render import format_sections, load_template
 
@@ -60,9 +60,9 @@ def estimate_tokens(text: str) -> int:
     return (len(text.encode("utf-8")) + 3) // 4
 
 
-def score(kp: KeyPoint, cited: int = 0) -> int:
-    """A key point's track record: helpful minus harmful ratings, plus its citations."""
-    return kp.helpful - kp.harmful + cited
+def score(kp: KeyPoint, used: Usage | None) -> int:
+    """A key point's track record: helpful minus harmful ratings, plus the sessions that cited it."""
+    return kp.helpful - kp.harmful + (used.cited if used is not None else 0)
 
 
 def _line(kp: KeyPoint) -> str:
@@ -74,16 +74,15 @@ def left_out_line(count: int, budget: int) -> str:
             f"{budget} tokens: `playbook show --left-out` lists them.)")
 
 
-def plan(state: PlaybookState, budget: int, cited: dict[str, int] | None = None,
-         stale: frozenset[str] | set[str] = frozenset()) -> Injection:
+def plan(state: PlaybookState, budget: int) -> Injection:
     """What the next session receives under `budget` estimated tokens (0: no budget).
 
     Guarantee: the text, closing line included, is within the budget whenever the fixed
     frame (instructions and headers) is; USER PREFERENCES are taken before any other
-    section; then the best track record first (`score`), stale key points last; the key
-    points kept appear in their playbook order.
+    section; then the best track record first (`score`, then the most recently used), stale
+    key points last; the key points kept appear in their playbook order.
     """
-    cited = cited or {}
+    usage = state.usage
     entries = state.entries()
     full = _render(state, set(state.where))
     if budget <= 0 or estimate_tokens(full) <= budget:
@@ -91,12 +90,15 @@ def plan(state: PlaybookState, budget: int, cited: dict[str, int] | None = None,
         return Injection(full, names, [], budget, estimate_tokens(full))
     # Ranking: preferences first, stale last, then track record; the position inside its section breaks
     # ties, so equal records are taken from every section in turn rather than one section's tail.
-    ranked: list[tuple[int, int, int, int, KeyPoint]] = []
+    ranked: list[tuple[int, int, int, int, int, KeyPoint]] = []
     for section_index, (section, section_entries) in enumerate(state.sections.items()):
         for position, kp in enumerate(section_entries.values()):
-            tier = 2 if kp.name in stale else 0 if section == PREFERENCES else 1
-            ranked.append((tier, -score(kp, cited.get(kp.name, 0)), position, section_index, kp))
-    ranked.sort(key=lambda item: item[:4])
+            used = usage.get(kp.name)
+            stale = used is not None and used.stale
+            tier = 2 if stale else 0 if section == PREFERENCES else 1
+            recency = used.last_used if used is not None else 0
+            ranked.append((tier, -score(kp, used), -recency, position, section_index, kp))
+    ranked.sort(key=lambda item: item[:5])
     frame = estimate_tokens(load_template("playbook.txt").format(key_points=""))
     frame += sum(estimate_tokens(f"## {section}\n\n") for section in SECTION_SLUGS)
     frame += estimate_tokens(left_out_line(len(entries), budget))
@@ -128,10 +130,9 @@ def _render(state: PlaybookState, names: set[str]) -> str:
     )
 
 
-def hook_output(state: PlaybookState, budget: int = DEFAULT_BUDGET, cited: dict[str, int] | None = None,
-                stale: frozenset[str] | set[str] = frozenset()) -> bytes:
+def hook_output(state: PlaybookState, budget: int = DEFAULT_BUDGET) -> bytes:
     """What the SessionStart hook prints for `state`: the playbook within `budget` as additional context."""
-    text = plan(state, budget, cited, stale).text
+    text = plan(state, budget).text
     if not text:
         return b""
     return msgspec.json.encode(_HookOutput(_Output("SessionStart", text))) + b"\n"
@@ -161,21 +162,29 @@ def settings_stamp(project: Path) -> str:
     return ":".join(parts)
 
 
-def injection_budget(project: Path) -> int:
-    """The budget in force for `project`: the environment, then the project's settings, then the user's."""
-    raw = os.environ.get(BUDGET_KEY.upper())
+def setting_number(project: Path, key: str, default: float) -> float:
+    """A numeric setting of the lean context: the environment variable `KEY`, then the project's settings
+    file, then the user's, then `default`. Negative or unreadable values are ignored."""
+    raw = os.environ.get(key.upper())
     if raw is not None:
         try:
-            return max(int(raw.strip()), 0)
+            value = float(raw.strip())
         except ValueError:
-            pass
-    budget = DEFAULT_BUDGET
+            value = -1.0
+        if value >= 0:
+            return value
+    found = default
     for path in settings_paths(project):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        value = data.get(BUDGET_KEY) if isinstance(data, dict) else None
-        if isinstance(value, int) and not isinstance(value, bool):
-            budget = max(value, 0)
-    return budget
+        value = data.get(key) if isinstance(data, dict) else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+            found = value
+    return found
+
+
+def injection_budget(project: Path) -> int:
+    """The budget in force for `project`: the environment, then the project's settings, then the user's."""
+    return int(setting_number(project, BUDGET_KEY, DEFAULT_BUDGET))

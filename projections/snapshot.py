@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from eventlog.domain import SECTION_SLUGS, KeyPoint, PendingLearning, PlaybookState
+from eventlog.domain import SECTION_SLUGS, KeyPoint, PendingLearning, PlaybookState, Usage
 from eventlog.events import encodable_json
 from eventlog.store import FILE_MODE, Position
 
@@ -35,6 +35,8 @@ class SnapshotLog(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     high_water: dict[str, int]
     pending: dict[str, PendingLearning] = {}
     progress: dict[str, int] = {}
+    sessions: int = 0
+    usage: dict[str, Usage] = {}
     digest: str = ""
 
 
@@ -65,7 +67,8 @@ def snapshot_of(state: PlaybookState, position: Position) -> SnapshotFile:
         },
         log=SnapshotLog(offset=position.offset, seq=position.seq, hash=position.hash, line=position.line,
                         high_water=dict(state.high_water), pending=dict(state.pending),
-                        progress=dict(state.progress)),
+                        progress=dict(state.progress), sessions=state.sessions,
+                        usage={name: state.usage[name] for name in sorted(state.usage)}),
     )
     assert snapshot.log is not None
     snapshot.log.digest = _digest(snapshot)
@@ -147,7 +150,10 @@ def state_of(snapshot: SnapshotFile) -> tuple[PlaybookState, Position]:
     assert snapshot.log is not None
     state = PlaybookState(version=snapshot.version, last_updated=snapshot.last_updated,
                           high_water=dict(snapshot.log.high_water), seq=snapshot.log.seq,
-                          pending=dict(snapshot.log.pending), progress=dict(snapshot.log.progress))
+                          pending=dict(snapshot.log.pending), progress=dict(snapshot.log.progress),
+                          sessions=snapshot.log.sessions,
+                          usage={name: Usage(u.injected, u.cited, u.last_used, u.stale)
+                                 for name, u in snapshot.log.usage.items()})
     for section in SECTION_SLUGS:
         entries = state.sections[section]
         for entry in snapshot.sections.get(section, []):

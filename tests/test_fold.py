@@ -20,11 +20,13 @@ from eventlog.domain import PRUNE_RULE, PlaybookState
 from eventlog.errors import CorruptLogError
 from eventlog.events import (
     CountersSet,
+    CurationHeld,
     Event,
     KeyPointAdded,
     KeyPointDeleted,
     KeyPointEvaluated,
     KeyPointImported,
+    KeyPointMarkedStale,
     KeyPointMoved,
     KeyPointPruned,
     KeyPointsMerged,
@@ -69,16 +71,20 @@ EVERY_TYPE: list[list[Event | dict[str, Any]]] = [
      SectionReordered(section="OTHERS", names=["oth-005", "kpt_007"]),
      VersionSet(version="1.1", previous="1.0")],
     [KeyPointsMerged(section="USER PREFERENCES", name="pref-001", text="merged", sources=["pat-001", "kpt_007"],
-                     helpful=3, harmful=0, missing_sources=["pat-099"]),
+                     helpful=3, harmful=0, missing_sources=["pat-099"], similarity=0.91, method="content-word overlap"),
      KeyPointDeleted(section="OTHERS", name="oth-005", text="c", reason="outdated"),
      KeyPointPruned(section="MISTAKES TO AVOID", name="pat-002", text="b", helpful=3, harmful=4, rule=PRUNE_RULE),
      OperationSkipped(kind="operation", reason="empty_text", index=0, operation={"type": "ADD", "text": ""})],
     [LearningRequested(request="r1", hook="SessionEnd", transcript="/t/1.jsonl", session="s1"),
      LearningRequested(request="r2", hook="PreCompact", transcript="/t/2.jsonl"),
      LearningRequested(request="r3", hook="SessionEnd", transcript="/t/3.jsonl", reason="again")],
-    [LearningCompleted(request="r1", transcript="/t/1.jsonl", from_line=0, through_line=40, cited=["pref-001"]),
+    [LearningCompleted(request="r1", transcript="/t/1.jsonl", from_line=0, through_line=40, cited=["pref-001"],
+                       injected=["pref-001", "gone-002"]),
      LearningFailed(request="r2", error="model unreachable", transcript="/t/2.jsonl"),
      LearningSkipped(request="r3", reason="no API key", transcript="/t/3.jsonl", through_line=12)],
+    [KeyPointMarkedStale(name="pref-001", idle_sessions=20),
+     CurationHeld(reason="it would delete 8 of 10 key points", operations=[{"type": "DELETE", "target_id": "x"}],
+                  entries=10, removed=8, chars_before=900, chars_after=100)],
     [],  # a transaction of no events (a commit alone)
 ]
 
@@ -153,6 +159,8 @@ def test_every_event_type_folds_the_same_through_views_and_through_records(tmp_p
     assert state.version == "1.1" and state.high_water["pat"] == 2 and state.high_water["kpt"] == 7
     assert state.pending == {} and state.progress == {"/t/1.jsonl": 40, "/t/3.jsonl": 12}
     assert state.last_updated == AT.format(6)  # the learning and housekeeping transactions after it change nothing
+    assert state.sessions == 1 and list(state.usage) == ["pref-001"]
+    assert (state.usage["pref-001"].injected, state.usage["pref-001"].cited, state.usage["pref-001"].stale) == (1, 1, True)
 
 
 @pytest.mark.parametrize("chunk_size", [64, 300, 4096, 1 << 20])

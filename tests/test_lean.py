@@ -134,6 +134,24 @@ def test_kept_key_points_appear_in_their_playbook_order():
     assert positions == sorted(positions)
 
 
+def test_stale_key_points_come_last_and_citations_count_as_track_record():
+    from eventlog.domain import Usage
+
+    data = playbook_data(40)
+    data["sections"]["USER PREFERENCES"] = []
+    state = state_of(data)
+    for name in state.where:
+        state.usage[name] = Usage(last_used=0)
+    stale = [name for name in state.where if name.startswith("pat-")]
+    for name in stale:
+        state.usage[name].stale = True
+    state.usage["mis-040"].cited = 3  # cited in three sessions: ahead of every uncited one
+    injection = plan(state, 900)
+    assert "mis-040" in injection.included
+    assert injection.included and not set(stale) & set(injection.included)
+    assert set(stale) <= set(injection.left_out)
+
+
 # --- the hook and the command ---------------------------------------------------------------------
 
 
