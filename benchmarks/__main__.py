@@ -185,6 +185,47 @@ def timeline(report: Report, mode: dict[str, Any]) -> None:
                    f"< {QUERY_SECONDS:g} s, < {QUERY_MB:g} MB", seconds < QUERY_SECONDS and peak < QUERY_MB)
 
 
+def lean(report: Report, mode: dict[str, Any]) -> None:
+    from benchmarks import lean as bench
+
+    runs = mode["hook_runs"]
+    say(f"lean context: SessionStart at 50/500/5,000 key points, {runs} runs each, interleaved")
+    report.section(f"a lean context (medians of {runs} runs; tokens estimated as UTF-8 bytes / 4)")
+    for row in bench.measure_injection(runs):
+        above = (row["hook_budget"] - row["bare"]) * 1000
+        report.row(f"SessionStart, {row['size']} key points: tokens with budget / without",
+                   f"{row['tokens_budget']:,} / {row['tokens_whole']:,} "
+                   f"({row['tokens_budget'] / row['tokens_whole']:.2f}x)", f"<= {row['budget']:,}",
+                   row["tokens_budget"] <= row["budget"])
+        report.row(f"SessionStart, {row['size']} key points: hook with budget / without, vs python -c pass",
+                   f"{_ms(row['hook_budget'])} / {_ms(row['hook_whole'])} vs {_ms(row['bare'])} ({above:+.1f} ms)",
+                   f"<= +{bench.SESSION_START_ABOVE_BARE_MS:g} ms", above <= bench.SESSION_START_ABOVE_BARE_MS)
+    say("lean context: UserPromptSubmit at 5,000 key points")
+    recall = bench.measure_recall(runs)
+    above = (recall["hook"] - recall["bare"]) * 1000
+    report.row(f"UserPromptSubmit, {recall['size']} key points, vs python -c pass",
+               f"{_ms(recall['hook'])} vs {_ms(recall['bare'])} ({above:+.1f} ms, "
+               f"{recall['hook'] / recall['bare']:.2f}x); {recall['added_chars']} chars added",
+               f"<= +{bench.PROMPT_ABOVE_BARE_MS:g} ms", above <= bench.PROMPT_ABOVE_BARE_MS)
+    say("lean context: dedup")
+    for row in bench.measure_dedup():
+        report.row(f"dedup {row['method']} at {row['threshold']}: precision / recall (labelled pairs)",
+                   f"{row['precision']:.3f} / {row['recall']:.3f}", "precision >= 0.95", row["precision"] >= 0.95)
+        report.row(f"dedup {row['method']}: search over {row['size']} key points",
+                   f"{row['seconds']:.2f} s, {row['planted_found']}/{row['planted']} planted pairs found", "context")
+    say("lean context: 50-cycle simulation")
+    sim = bench.simulate()
+    report.row("simulation: planted useful lessons injected at the end", f"{sim['useful_injected']}/{sim['useful']}",
+               "all", sim["useful_injected"] == sim["useful"])
+    report.row("simulation: planted duplicates surviving", f"{sim['duplicates_surviving']}/{sim['duplicates_planted']}",
+               "context")
+    report.row("simulation: most injected tokens in any cycle", f"{sim['max_tokens']:,}", f"<= {sim['budget']:,}",
+               sim["max_tokens"] <= sim["budget"])
+    report.row("simulation: destructive rewrite held; harmful lesson",
+               f"{sim['held']} held; {'present' if sim['harmful_present'] else 'gone'}", "1 held; gone",
+               sim["held"] == 1 and not sim["harmful_present"])
+
+
 # --- the crash and stress tests -------------------------------------------------------------------------------
 
 
@@ -286,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         ("hooks", lambda: hooks(report, mode)),
         ("fold and append", lambda: fold_and_append(report, mode, args.tmpdir)),
         ("timeline", lambda: timeline(report, mode)),
+        ("lean context", lambda: lean(report, mode)),
     ]
     if not args.skip_tests:
         steps.append(("tests", lambda: tests(report, mode)))

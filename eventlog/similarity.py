@@ -106,7 +106,7 @@ def candidate_pairs(texts: Sequence[str]) -> Iterable[tuple[int, int]]:
     for index, text in enumerate(texts):
         for word in set(content_words(text)):
             postings.setdefault(word, []).append(index)
-    limit = max(50, len(texts) // 20)  # a word in more texts than this says nothing about duplicates alone
+    limit = max(100, len(texts) // 50)  # a word in more texts than this says nothing about duplicates alone
     seen: set[tuple[int, int]] = set()
     rare = {word: ids for word, ids in postings.items() if len(ids) <= limit}
     for ids in rare.values():

@@ -132,10 +132,14 @@ def _render(state: PlaybookState, names: set[str]) -> str:
 
 def hook_output(state: PlaybookState, budget: int = DEFAULT_BUDGET) -> bytes:
     """What the SessionStart hook prints for `state`: the playbook within `budget` as additional context."""
-    text = plan(state, budget).text
-    if not text:
+    return output_of(plan(state, budget))
+
+
+def output_of(injection: Injection) -> bytes:
+    """The SessionStart hook's output for a planned injection (nothing for an empty playbook)."""
+    if not injection.text:
         return b""
-    return msgspec.json.encode(_HookOutput(_Output("SessionStart", text))) + b"\n"
+    return msgspec.json.encode(_HookOutput(_Output("SessionStart", injection.text))) + b"\n"
 
 
 def injection_file(log_size: int, snapshot_mtime_ns: int, output: bytes, stamp: str = "-") -> bytes:

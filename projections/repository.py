@@ -24,7 +24,8 @@ from eventlog.evolve import apply_transaction
 from eventlog.store import Committed, JsonlEventStore, Position, fault, fold_log, hash_at
 
 from . import checkpoints
-from .injection import INJECTION_NAME, hook_output, injection_budget, injection_file, settings_stamp
+from .injection import INJECTION_NAME, injection_budget, injection_file, output_of, plan, settings_stamp
+from .recall import RECALL_NAME, recall_file
 from .snapshot import ReadSnapshot, claimed_position, read_snapshot, render, state_of, write_atomically
 
 LOG_NAME = "playbook.events.jsonl"
@@ -41,6 +42,7 @@ class PlaybookRepository:
         self.store = JsonlEventStore(self.claude_dir / LOG_NAME)
         self.snapshot_path = self.claude_dir / SNAPSHOT_NAME
         self.injection_path = self.claude_dir / INJECTION_NAME
+        self.recall_path = self.claude_dir / RECALL_NAME
         self.taken_in: list[Committed] = []
         """Transactions this object appended for what it found outside the log (imports, edits)."""
 
@@ -146,16 +148,23 @@ class PlaybookRepository:
                 write_atomically(self.snapshot_path, data)
             project = self.claude_dir.parent
             stamp = settings_stamp(project)  # before the settings are read: a change meanwhile leaves it stale
-            injection = injection_file(position.offset, self.snapshot_path.stat().st_mtime_ns,
-                                       hook_output(state, injection_budget(project)), stamp)
-            try:
-                if self.injection_path.read_bytes() == injection:
-                    return
-            except OSError:
-                pass
-            write_atomically(self.injection_path, injection)
+            mtime = self.snapshot_path.stat().st_mtime_ns
+            planned = plan(state, injection_budget(project))
+            self._replace_if_changed(self.injection_path,
+                                     injection_file(position.offset, mtime, output_of(planned), stamp))
+            self._replace_if_changed(self.recall_path,
+                                     recall_file(position.offset, mtime, stamp, state, planned.left_out, project))
         except OSError as exc:
             raise StorageError(f"cannot write {self.snapshot_path}: {exc.strerror or exc}") from exc
+
+    @staticmethod
+    def _replace_if_changed(path: Path, data: bytes) -> None:
+        try:
+            if path.read_bytes() == data:
+                return
+        except OSError:
+            pass
+        write_atomically(path, data)
 
     def _housekeep(self) -> tuple[PlaybookState, Position]:
         """Under the lock: take in what waits outside the log; return the state at the log's end."""
@@ -190,7 +199,7 @@ class PlaybookRepository:
 
         Only writers holding the log's lock (as the caller does) create these, so any that
         exist now belong to a writer that died."""
-        for name in (SNAPSHOT_NAME, INJECTION_NAME):
+        for name in (SNAPSHOT_NAME, INJECTION_NAME, RECALL_NAME):
             for temp in self.claude_dir.glob(f".{name}.*.tmp"):
                 temp.unlink(missing_ok=True)
 

@@ -1,0 +1,124 @@
+"""UserPromptSubmit hook: add the few left-out key points most relevant to the prompt. Standard library only.
+
+Run as a script (`python -I -S .../playbook/recall.py`): it imports nothing of this
+project and nothing from the current directory. It reads the index projected ahead
+of time (`projections/recall.py`), scores the prompt's words by the BM25 weights in
+it, and prints at most `top` key points within `max_chars`. A missing or stale index,
+recall turned off, a prompt that matches nothing well, or any failure: it prints
+nothing and exits 0.
+"""
+
+import json
+import os
+import sys
+
+RECALL_NAME = "playbook.recall.json"
+SETTINGS_NAME = "playbook.settings.json"
+STAMPED_ENV = ("PLAYBOOK_INJECTION_BUDGET", "PLAYBOOK_RECALL", "PLAYBOOK_RECALL_MAX_CHARS")
+MAX_INDEX_BYTES = 64 << 20
+MAX_PROMPT_CHARS = 20_000
+MIN_SCORE = 2.5
+"""A key point below this BM25 score is not relevant enough to interrupt with (one common word is not)."""
+
+STOP = frozenset(
+    "a an the and or of to in on at for with by from as is are be it its this that you your we our i me my they "
+    "them do does did not no never always use when then than so into over under about all any each every can "
+    "should must will would could what which how why there here have has had was were been".split()
+)
+
+
+def terms(text: str) -> list[str]:
+    """The copy of `projections.recall.terms`: the two must split text alike."""
+    cleaned = "".join(ch if ch.isalnum() else " " for ch in text.lower())
+    out = []
+    for word in cleaned.split():
+        if len(word) < 2 or word in STOP:
+            continue
+        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+            word = word[:-1]
+        out.append(word)
+    return out
+
+
+def settings_stamp(project: str) -> str:
+    """`projections.injection.settings_stamp`, with the standard library alone."""
+    parts = []
+    for path in (os.path.join(os.path.expanduser("~"), ".claude", SETTINGS_NAME),
+                 os.path.join(project, ".claude", SETTINGS_NAME)):
+        try:
+            parts.append(str(os.stat(path).st_mtime_ns))
+        except (OSError, ValueError):
+            parts.append("0")
+    for name in STAMPED_ENV:
+        parts.append("".join(os.environ.get(name, "").split()).encode("utf-8", "surrogateescape").hex())
+    return ":".join(parts)
+
+
+def _index(project: str) -> dict | None:
+    claude_dir = os.path.join(project, ".claude")
+    with open(os.path.join(claude_dir, RECALL_NAME), "rb") as handle:
+        data = handle.read(MAX_INDEX_BYTES + 1)
+    if len(data) > MAX_INDEX_BYTES:
+        return None
+    header, _, body = data.partition(b"\n")
+    size, mtime, stamp = header.split()
+    if os.stat(os.path.join(claude_dir, "playbook.events.jsonl")).st_size != int(size):
+        return None
+    if os.stat(os.path.join(claude_dir, "playbook.json")).st_mtime_ns != int(mtime):
+        return None
+    if stamp.decode() != settings_stamp(project):
+        return None
+    index = json.loads(body)
+    return index if isinstance(index, dict) else None
+
+
+def recall(prompt: str, index: dict) -> list[str]:
+    """The key point lines most relevant to `prompt`, best first, within the index's limits."""
+    postings, lines = index.get("postings") or {}, index.get("lines") or []
+    top, max_chars = int(index.get("top") or 0), int(index.get("max_chars") or 0)
+    scores: dict[int, float] = {}
+    for term in set(terms(prompt[:MAX_PROMPT_CHARS])):
+        for posting in (postings.get(term) or "").split():
+            doc, _, weight = posting.partition(":")
+            scores[int(doc)] = scores.get(int(doc), 0.0) + float(weight)
+    chosen: list[str] = []
+    used = 0
+    for doc, score in sorted(scores.items(), key=lambda item: (-item[1], item[0])):
+        if len(chosen) >= top or score < MIN_SCORE:
+            break
+        if not 0 <= doc < len(lines) or not isinstance(lines[doc], str):
+            continue
+        line = lines[doc]
+        if used + len(line) + 1 > max_chars:
+            continue
+        chosen.append(line)
+        used += len(line) + 1
+    return chosen
+
+
+def main() -> int:
+    try:
+        payload = json.loads(sys.stdin.buffer.read(1 << 20) or b"{}")
+        prompt = payload.get("prompt") if isinstance(payload, dict) else None
+        if not isinstance(prompt, str) or not prompt.strip():
+            return 0
+        project = os.environ.get("CLAUDE_PROJECT_DIR") or (payload.get("cwd") if isinstance(payload.get("cwd"), str)
+                                                            else None) or os.getcwd()
+        try:
+            index = _index(project)
+        except (OSError, ValueError):  # no index yet, or one of another log position: nothing to add
+            return 0
+        chosen = recall(prompt, index) if index else []
+        if not chosen:
+            return 0
+        text = ("Key points from this project's playbook that may bear on this request (left out at the session's "
+                "start to save context); cite them as [id] when you apply them:\n" + "\n".join(chosen))
+        output = {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}}
+        sys.stdout.write(json.dumps(output) + "\n")
+    except Exception as exc:  # a prompt must go through whatever is wrong with the index
+        print(f"playbook: no key points recalled for this prompt: {type(exc).__name__}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""The UserPromptSubmit hook's index: the key points the budget left out, ranked by BM25, projected ahead.
+
+File format: the same header line as the injection (`<log size> <playbook.json mtime_ns>
+<settings stamp>`), then one JSON object: `lines` (each left-out key point as the playbook
+prints it), `postings` (term -> "doc:weight doc:weight ..." with each BM25 weight worked
+out here, so the hook only adds numbers), `top` and `max_chars`. With recall off the
+object is empty. `playbook/recall.py` reads it with the standard library alone, and
+`terms` here must split text exactly as its copy there does (a test holds them together).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import msgspec
+
+from eventlog.domain import PlaybookState
+
+from .injection import injection_file, setting_number
+
+RECALL_NAME = "playbook.recall.json"
+RECALL_KEY = "playbook_recall"
+MAX_CHARS_KEY = "playbook_recall_max_chars"
+DEFAULT_MAX_CHARS = 800
+"""Most characters of key points one prompt may bring in."""
+TOP = 3
+"""Most key points one prompt may bring in."""
+K1, B = 1.2, 0.75
+
+STOP = frozenset(
+    "a an the and or of to in on at for with by from as is are be it its this that you your we our i me my they "
+    "them do does did not no never always use when then than so into over under about all any each every can "
+    "should must will would could what which how why there here have has had was were been".split()
+)
+
+
+def terms(text: str) -> list[str]:
+    """Lower-case words of two or more letters or digits, function words dropped, a plural `s` removed."""
+    cleaned = "".join(ch if ch.isalnum() else " " for ch in text.lower())
+    out = []
+    for word in cleaned.split():
+        if len(word) < 2 or word in STOP:
+            continue
+        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+            word = word[:-1]
+        out.append(word)
+    return out
+
+
+class RecallIndex(msgspec.Struct):
+    lines: list[str] = []
+    postings: dict[str, str] = {}
+    top: int = TOP
+    max_chars: int = DEFAULT_MAX_CHARS
+
+
+def build(state: PlaybookState, left_out: list[str], max_chars: int = DEFAULT_MAX_CHARS) -> RecallIndex:
+    """The BM25 index of the key points named in `left_out`."""
+    lines: list[str] = []
+    counts: list[dict[str, int]] = []
+    for name in left_out:
+        kp = state.get(name)
+        if kp is None:
+            continue
+        lines.append(f"[{kp.name}] helpful={kp.helpful} harmful={kp.harmful} :: {kp.text}")
+        found: dict[str, int] = {}
+        for term in terms(kp.text):
+            found[term] = found.get(term, 0) + 1
+        counts.append(found)
+    if not lines:
+        return RecallIndex(max_chars=max_chars)
+    lengths = [sum(found.values()) for found in counts]
+    average = sum(lengths) / len(lengths) or 1.0
+    frequency: dict[str, int] = {}
+    for found in counts:
+        for term in found:
+            frequency[term] = frequency.get(term, 0) + 1
+    n = len(lines)
+    postings: dict[str, list[str]] = {}
+    for doc, found in enumerate(counts):
+        norm = K1 * (1 - B + B * lengths[doc] / average)
+        for term, tf in found.items():
+            idf = math.log(1 + (n - frequency[term] + 0.5) / (frequency[term] + 0.5))
+            postings.setdefault(term, []).append(f"{doc}:{idf * tf * (K1 + 1) / (tf + norm):.3f}")
+    return RecallIndex(lines=lines, postings={term: " ".join(p) for term, p in postings.items()},
+                       max_chars=max_chars)
+
+
+def recall_on(project: Path) -> bool:
+    raw = os.environ.get(RECALL_KEY.upper())
+    if raw is not None and raw.strip().lower() in {"0", "false", "no", "off", "1", "true", "yes", "on"}:
+        return raw.strip().lower() in {"1", "true", "yes", "on"}
+    on = True
+    for path in (Path(os.path.expanduser("~")) / ".claude" / "playbook.settings.json",
+                 project / ".claude" / "playbook.settings.json"):
+        try:
+            value = msgspec.json.decode(path.read_bytes())
+        except (OSError, msgspec.DecodeError):
+            continue
+        if isinstance(value, dict) and isinstance(value.get(RECALL_KEY), bool):
+            on = value[RECALL_KEY]
+    return on
+
+
+def recall_file(log_size: int, snapshot_mtime_ns: int, stamp: str, state: PlaybookState, left_out: list[str],
+                project: Path) -> bytes:
+    """The bytes of the recall projection: the index when recall is on, an empty object when off."""
+    if recall_on(project):
+        index = build(state, left_out, int(setting_number(project, MAX_CHARS_KEY, DEFAULT_MAX_CHARS)))
+    else:
+        index = RecallIndex(top=0, max_chars=0)
+    return injection_file(log_size, snapshot_mtime_ns, msgspec.json.encode(index), stamp)

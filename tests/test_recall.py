@@ -1,0 +1,149 @@
+"""The UserPromptSubmit hook: left-out key points relevant to the prompt, from an index projected ahead."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eventlog.decide import ApplyOperations, ImportLegacy
+from eventlog.events import Cause
+from playbook import recall as hook
+from projections import recall as index
+from projections.repository import PlaybookRepository
+
+ROOT = Path(__file__).resolve().parent.parent
+RECALL = ROOT / "playbook" / "recall.py"
+TOPICS = ["parser", "lock", "cache", "queue", "schema", "socket", "logger", "router", "worker", "mailer"]
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path, monkeypatch) -> Path:
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("PLAYBOOK_INJECTION_BUDGET", "PLAYBOOK_RECALL", "PLAYBOOK_RECALL_MAX_CHARS"):
+        monkeypatch.delenv(name, raising=False)
+    return home
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    (tmp_path / "proj" / ".claude").mkdir(parents=True)
+    return tmp_path / "proj"
+
+
+def seed(project: Path, count: int = 400) -> PlaybookRepository:
+    entries = [{"name": f"pat-{i + 1:03d}", "text": f"Check the {TOPICS[i % 10]} module before release, case {i}",
+                "helpful": 5 if i < 20 else 0, "harmful": 0} for i in range(count)]
+    entries.append({"name": f"pat-{count + 1:03d}", "text": "Rotate the kerberos keytab after renaming the realm",
+                    "helpful": 0, "harmful": 0})
+    repo = PlaybookRepository(project / ".claude")
+    repo.append([ImportLegacy(data={"version": "1.0", "sections": {"PATTERNS & APPROACHES": entries}},
+                              path="test", genesis=False)], Cause(source="test"))
+    return repo
+
+
+def prompt(project: Path, text: str, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess:
+    environment = {**os.environ, "CLAUDE_PROJECT_DIR": str(project), **env}
+    stdin = json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": text, "session_id": "s"}).encode()
+    return subprocess.run([sys.executable, "-I", "-S", str(RECALL)], input=stdin, capture_output=True,
+                          env=environment, cwd=cwd or project, timeout=60)
+
+
+def context(done: subprocess.CompletedProcess) -> str:
+    assert done.returncode == 0 and done.stderr == b"", done.stderr
+    if not done.stdout:
+        return ""
+    output = json.loads(done.stdout)["hookSpecificOutput"]
+    assert output["hookEventName"] == "UserPromptSubmit"
+    return output["additionalContext"]
+
+
+def test_the_hook_and_the_index_split_words_alike():
+    samples = ["Use pathlib's Path.read_text(), not os.path!", "Run   the TESTS before committing; always.",
+               "naïve café 3.11 vs 3.8 — résumé", "a b c d", "keys keyss process classes", ""]
+    for text in samples:
+        assert hook.terms(text) == index.terms(text)
+    assert hook.STOP == index.STOP
+
+
+def test_a_prompt_brings_in_the_left_out_key_point_it_is_about(project):
+    seed(project)
+    text = context(prompt(project, "The kerberos keytab broke after we renamed the realm; what now?"))
+    assert "[pat-401] helpful=0 harmful=0 :: Rotate the kerberos keytab after renaming the realm" in text
+    assert len(text.splitlines()) <= 1 + index.TOP
+
+
+def test_what_the_session_already_has_and_vague_prompts_bring_nothing(project):
+    seed(project)
+    injected = json.loads(subprocess.run([sys.executable, "-m", "playbook", "--project", str(project), "show",
+                                          "--injected", "--json"], capture_output=True, text=True, cwd=ROOT).stdout)
+    assert "pat-001" in injected["included"] and "pat-401" in injected["left_out"]
+    text = context(prompt(project, "Check the parser module before release, case 0"))
+    assert "[pat-001]" not in text  # injected already at the session start
+    assert context(prompt(project, "hello, how are you?")) == ""
+    assert context(prompt(project, "")) == ""
+
+
+def test_at_most_the_cap_of_text_is_added(project, home):
+    seed(project)
+    (project / ".claude" / "playbook.settings.json").write_text(json.dumps({"playbook_recall_max_chars": 120}))
+    PlaybookRepository(project / ".claude").refresh()
+    text = context(prompt(project, "kerberos keytab realm parser lock cache queue module release case 250"))
+    lines = text.splitlines()[1:]
+    assert 1 <= len(lines) and sum(len(line) + 1 for line in lines) <= 120
+
+
+def test_recall_off_adds_nothing(project):
+    seed(project)
+    (project / ".claude" / "playbook.settings.json").write_text(json.dumps({"playbook_recall": False}))
+    PlaybookRepository(project / ".claude").refresh()
+    assert context(prompt(project, "kerberos keytab realm")) == ""
+    assert context(prompt(project, "kerberos keytab realm", PLAYBOOK_RECALL="1")) == ""  # stale until refreshed
+
+
+def test_a_stale_index_adds_nothing_until_the_projection_catches_up(project):
+    repo = seed(project)
+    with open(project / ".claude" / "playbook.events.jsonl", "ab") as log:
+        log.write(b"")  # same size: still current
+    assert "pat-401" in context(prompt(project, "kerberos keytab realm"))
+    size = (project / ".claude" / "playbook.events.jsonl").stat().st_size
+    data = (project / ".claude" / index.RECALL_NAME).read_bytes()
+    (project / ".claude" / index.RECALL_NAME).write_bytes(data.replace(str(size).encode(), b"1", 1))
+    assert context(prompt(project, "kerberos keytab realm")) == ""
+    repo.append([ApplyOperations([{"type": "ADD", "text": "Renew the kerberos keytab yearly"}])], Cause(source="t"))
+    assert "kerberos" in context(prompt(project, "kerberos keytab realm"))
+
+
+@pytest.mark.parametrize("body", [b"not json", b"[" * 100_000, b'{"lines": 7, "postings": {"keytab": "x:y"}}',
+                                  b'{"lines": ["a"], "postings": {"keytab": "99:9.0 0:1e309"}, "top": 3, "max_chars": 9}'])
+def test_a_damaged_or_hostile_index_never_fails_the_prompt(project, body):
+    seed(project)
+    path = project / ".claude" / index.RECALL_NAME
+    header = path.read_bytes().partition(b"\n")[0]
+    path.write_bytes(header + b"\n" + body)
+    done = prompt(project, "kerberos keytab realm")
+    assert done.returncode == 0 and done.stdout in (b"", ) or json.loads(done.stdout)
+    assert b"Traceback" not in done.stderr and len(done.stderr.splitlines()) <= 1
+
+
+def test_nothing_is_imported_from_the_project_directory(project):
+    seed(project)
+    marker = project / "hijacked"
+    for module in ("json", "os", "encodings"):
+        (project / f"{module}.py").write_text(f"open({str(marker)!r}, 'w').write('x')\n")
+    text = context(prompt(project, "kerberos keytab realm", cwd=project))
+    assert "pat-401" in text and not marker.exists()
+
+
+def test_bad_stdin_is_silent_and_exit_0(project):
+    seed(project)
+    for stdin in (b"", b"not json", b"[]", b'{"prompt": 7}', b"\xff\xfe"):
+        done = subprocess.run([sys.executable, "-I", "-S", str(RECALL)], input=stdin, capture_output=True,
+                              env={**os.environ, "CLAUDE_PROJECT_DIR": str(project)}, timeout=60)
+        assert done.returncode == 0 and done.stdout == b"" and b"Traceback" not in done.stderr
