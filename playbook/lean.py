@@ -11,7 +11,7 @@ from eventlog import similarity
 from eventlog.collapse import DEFAULT_MAX_REMOVED_SHARE, DEFAULT_MAX_SHRINK_SHARE, HoldCuration, Limits, collapse_reason, loss
 from eventlog.decide import ApplyOperations, Command, Evaluate, MergeDuplicates, SweepStale, decide
 from eventlog.domain import PlaybookState
-from eventlog.events import Cause, KeyPointAdded
+from eventlog.events import Cause, KeyPointAdded, KeyPointUpdated
 from eventlog.evolve import fold
 from projections.injection import Injection, injection_budget, plan, setting_number
 from projections.repository import PlaybookRepository
@@ -93,17 +93,19 @@ def curation_commands(state: PlaybookState, evaluations: Any, operations: Any,
     if reason is not None:
         return [HoldCuration(operations=operations, reason=reason, loss=found)], reason
     added = [event.name for event in events if isinstance(event, KeyPointAdded)]
+    # What the reply itself re-worded is what the curator meant it to say: not a duplicate to fold away.
+    updated = {event.name for event in events if isinstance(event, KeyPointUpdated)}
     commands: list[Command] = [ApplyOperations(operations)]
-    pairs = near_duplicates_of(after, added, settings.dedup_threshold)
+    pairs = near_duplicates_of(after, added, settings.dedup_threshold, exclude=updated)
     if pairs:
         commands.append(MergeDuplicates(pairs=pairs, method=similarity.method()))
     return commands, None
 
 
-def near_duplicates_of(state: PlaybookState, names: list[str],
-                       threshold: float | None = None) -> list[tuple[str, str, float]]:
-    """For each of `names`, the most alike other key point at or above the threshold: (kept, new, score).
-    The older key point is kept, with its text and name's history."""
+def near_duplicates_of(state: PlaybookState, names: list[str], threshold: float | None = None,
+                       exclude: set[str] | frozenset[str] = frozenset()) -> list[tuple[str, str, float]]:
+    """For each of `names`, the most alike other key point (not in `exclude`) at or above the threshold:
+    (kept, new, score). The older key point is kept, with its text and name's history."""
     using = similarity.method()
     threshold = similarity.THRESHOLDS[using] if threshold is None else threshold
     pairs: list[tuple[str, str, float]] = []
@@ -114,7 +116,7 @@ def near_duplicates_of(state: PlaybookState, names: list[str],
             continue
         best: tuple[float, str] | None = None
         for _section, kp in state.entries():
-            if kp.name == name or kp.name in taken or kp.name in names:
+            if kp.name == name or kp.name in taken or kp.name in names or kp.name in exclude:
                 continue
             score = similarity.similarity(kp.text, new.text, using)
             if score >= threshold and (best is None or score > best[0]):

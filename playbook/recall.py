@@ -2,8 +2,8 @@
 
 Run as a script (`python -I -S .../playbook/recall.py`): it imports nothing of this
 project and nothing from the current directory. It reads the index projected ahead
-of time (`projections/recall.py`), scores the prompt's words by the BM25 weights in
-it, and prints at most `top` key points within `max_chars`. A missing or stale index,
+of time (`projections/recall.py`), finds the prompt's words in it, adds their BM25
+weights, and prints at most `top` key points within `max_chars`. A missing or stale index,
 recall turned off, a prompt that matches nothing well, or any failure: it prints
 nothing and exits 0.
 """
@@ -54,7 +54,8 @@ def settings_stamp(project: str) -> str:
     return ":".join(parts)
 
 
-def _index(project: str) -> dict | None:
+def _index(project: str) -> bytes | None:
+    """The index after its header, if it reflects the log and settings as they are now."""
     claude_dir = os.path.join(project, ".claude")
     with open(os.path.join(claude_dir, RECALL_NAME), "rb") as handle:
         data = handle.read(MAX_INDEX_BYTES + 1)
@@ -68,28 +69,55 @@ def _index(project: str) -> dict | None:
         return None
     if stamp.decode() != settings_stamp(project):
         return None
-    index = json.loads(body)
-    return index if isinstance(index, dict) else None
+    return body
 
 
-def recall(prompt: str, index: dict) -> list[str]:
+def _seek(data: bytes, lo: int, hi: int, key: bytes) -> bytes | None:
+    """What follows `key` + TAB on the line of `data[lo:hi]` that starts with it; the lines there are
+    sorted by that key. A binary search: a few short finds, whatever the size of the index."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        start = data.rfind(b"\n", lo, mid) + 1 or lo
+        if start < lo:
+            start = lo
+        end = data.find(b"\n", start, hi)
+        end = hi if end < 0 else end
+        tab = data.find(b"\t", start, end)
+        found = data[start:tab if tab >= 0 else end]
+        if found == key:
+            return data[tab + 1:end] if tab >= 0 else b""
+        if found < key:
+            lo = end + 1
+        else:
+            hi = start
+    return None
+
+
+def recall(prompt: str, body: bytes) -> list[str]:
     """The key point lines most relevant to `prompt`, best first, within the index's limits."""
-    postings, lines = index.get("postings") or {}, index.get("lines") or []
-    top, max_chars = int(index.get("top") or 0), int(index.get("max_chars") or 0)
+    first, _, _rest = body.partition(b"\n")
+    meta = json.loads(first)
+    top, max_chars, count = int(meta["top"]), int(meta["max_chars"]), int(meta["count"])
+    if top <= 0 or count <= 0:
+        return []
+    docs_at = len(first) + 1
+    terms_at = docs_at + int(meta["terms_at"])
     scores: dict[int, float] = {}
     for term in set(terms(prompt[:MAX_PROMPT_CHARS])):
-        for posting in (postings.get(term) or "").split():
-            doc, _, weight = posting.partition(":")
+        found = _seek(body, terms_at, len(body), term.encode())
+        for posting in (found or b"").split():
+            doc, _, weight = posting.partition(b":")
             scores[int(doc)] = scores.get(int(doc), 0.0) + float(weight)
     chosen: list[str] = []
     used = 0
     for doc, score in sorted(scores.items(), key=lambda item: (-item[1], item[0])):
         if len(chosen) >= top or score < MIN_SCORE:
             break
-        if not 0 <= doc < len(lines) or not isinstance(lines[doc], str):
+        found = _seek(body, docs_at, terms_at, b"%07d" % doc) if 0 <= doc < count else None
+        if found is None:
             continue
-        line = lines[doc]
-        if used + len(line) + 1 > max_chars:
+        line = json.loads(found)
+        if not isinstance(line, str) or used + len(line) + 1 > max_chars:
             continue
         chosen.append(line)
         used += len(line) + 1

@@ -1,11 +1,15 @@
 """The UserPromptSubmit hook's index: the key points the budget left out, ranked by BM25, projected ahead.
 
-File format: the same header line as the injection (`<log size> <playbook.json mtime_ns>
-<settings stamp>`), then one JSON object: `lines` (each left-out key point as the playbook
-prints it), `postings` (term -> "doc:weight doc:weight ..." with each BM25 weight worked
-out here, so the hook only adds numbers), `top` and `max_chars`. With recall off the
-object is empty. `playbook/recall.py` reads it with the standard library alone, and
-`terms` here must split text exactly as its copy there does (a test holds them together).
+File format, made for a reader that must not parse what it does not need: the same
+header line as the injection (`<log size> <playbook.json mtime_ns> <settings stamp>`);
+one JSON line `{"top", "max_chars", "count", "terms_at"}`; `count` lines
+`<doc, 7 digits>\t<JSON string>`, each a left-out key point as the playbook prints it;
+then, from `terms_at` bytes after the JSON line, one line per term in byte order,
+`<term>\t<doc>:<weight> <doc>:<weight> ...` (its best-weighted POSTINGS), each BM25
+weight worked out here so the hook only adds numbers. Both runs of lines are sorted,
+so the hook finds what it needs by binary search and never reads the rest. With recall off, `top` is 0 and nothing follows. The hook
+(`playbook/recall.py`, standard library only) decodes only the lines it prints. `terms` here must split text exactly as its copy
+there does (a test holds them together).
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ DEFAULT_MAX_CHARS = 800
 TOP = 3
 """Most key points one prompt may bring in."""
 K1, B = 1.2, 0.75
+POSTINGS = 64
+"""Most key points kept per term (the best-weighted)."""
 
 STOP = frozenset(
     "a an the and or of to in on at for with by from as is are be it its this that you your we our i me my they "
@@ -49,15 +55,8 @@ def terms(text: str) -> list[str]:
     return out
 
 
-class RecallIndex(msgspec.Struct):
-    lines: list[str] = []
-    postings: dict[str, str] = {}
-    top: int = TOP
-    max_chars: int = DEFAULT_MAX_CHARS
-
-
-def build(state: PlaybookState, left_out: list[str], max_chars: int = DEFAULT_MAX_CHARS) -> RecallIndex:
-    """The BM25 index of the key points named in `left_out`."""
+def build(state: PlaybookState, left_out: list[str], max_chars: int = DEFAULT_MAX_CHARS, top: int = TOP) -> bytes:
+    """The index (everything after the header line) of the key points named in `left_out`."""
     lines: list[str] = []
     counts: list[dict[str, int]] = []
     for name in left_out:
@@ -70,7 +69,7 @@ def build(state: PlaybookState, left_out: list[str], max_chars: int = DEFAULT_MA
             found[term] = found.get(term, 0) + 1
         counts.append(found)
     if not lines:
-        return RecallIndex(max_chars=max_chars)
+        return msgspec.json.encode({"top": 0, "max_chars": max_chars, "count": 0, "terms_at": 0}) + b"\n"
     lengths = [sum(found.values()) for found in counts]
     average = sum(lengths) / len(lengths) or 1.0
     frequency: dict[str, int] = {}
@@ -78,14 +77,21 @@ def build(state: PlaybookState, left_out: list[str], max_chars: int = DEFAULT_MA
         for term in found:
             frequency[term] = frequency.get(term, 0) + 1
     n = len(lines)
-    postings: dict[str, list[str]] = {}
+    postings: dict[str, list[tuple[float, int]]] = {}
     for doc, found in enumerate(counts):
         norm = K1 * (1 - B + B * lengths[doc] / average)
         for term, tf in found.items():
             idf = math.log(1 + (n - frequency[term] + 0.5) / (frequency[term] + 0.5))
-            postings.setdefault(term, []).append(f"{doc}:{idf * tf * (K1 + 1) / (tf + norm):.3f}")
-    return RecallIndex(lines=lines, postings={term: " ".join(p) for term, p in postings.items()},
-                       max_chars=max_chars)
+            postings.setdefault(term, []).append((idf * tf * (K1 + 1) / (tf + norm), doc))
+    docs = b"".join(b"%07d\t" % doc + msgspec.json.encode(line) + b"\n" for doc, line in enumerate(lines))
+    table = []
+    for term in sorted(postings, key=str.encode):
+        # Only a term's strongest postings are kept: the hook adds at most POSTINGS numbers per prompt word,
+        # and a key point that only a common word links to the prompt would not make the top few anyway.
+        best = sorted(postings[term], key=lambda item: (-item[0], item[1]))[:POSTINGS]
+        table.append(f"{term}\t{' '.join(f'{doc}:{weight:.3f}' for weight, doc in best)}\n".encode())
+    meta = msgspec.json.encode({"top": top, "max_chars": max_chars, "count": len(lines), "terms_at": len(docs)})
+    return meta + b"\n" + docs + b"".join(table)
 
 
 def recall_on(project: Path) -> bool:
@@ -110,5 +116,5 @@ def recall_file(log_size: int, snapshot_mtime_ns: int, stamp: str, state: Playbo
     if recall_on(project):
         index = build(state, left_out, int(setting_number(project, MAX_CHARS_KEY, DEFAULT_MAX_CHARS)))
     else:
-        index = RecallIndex(top=0, max_chars=0)
-    return injection_file(log_size, snapshot_mtime_ns, msgspec.json.encode(index), stamp)
+        index = build(state, [], 0)
+    return injection_file(log_size, snapshot_mtime_ns, index, stamp)

@@ -120,8 +120,11 @@ def test_a_stale_index_adds_nothing_until_the_projection_catches_up(project):
     assert "kerberos" in context(prompt(project, "kerberos keytab realm"))
 
 
-@pytest.mark.parametrize("body", [b"not json", b"[" * 100_000, b'{"lines": 7, "postings": {"keytab": "x:y"}}',
-                                  b'{"lines": ["a"], "postings": {"keytab": "99:9.0 0:1e309"}, "top": 3, "max_chars": 9}'])
+@pytest.mark.parametrize("body", [
+    b"not json", b"[" * 100_000, b'{"lines": 7}\n', b'{"top": 3, "max_chars": 900, "count": 99999999999}\n',
+    b'{"top": 3, "max_chars": 900, "count": 1}\n"a"\nkeytab\t99:9.0 0:1e309 x:y\n',
+    b'{"top": 3, "max_chars": 900, "count": 2}\n[1]\n' + b"[" * 50_000 + b'\nkeytab\t0:9.0 1:9.0\n',
+])
 def test_a_damaged_or_hostile_index_never_fails_the_prompt(project, body):
     seed(project)
     path = project / ".claude" / index.RECALL_NAME
