@@ -17,11 +17,11 @@ from typing import Any
 from eventlog.errors import PlaybookError
 from projections.snapshot import write_atomically
 
-from . import inject
+from . import inject, recall
 
-HOOK_EVENTS = ("SessionStart", "SessionEnd", "PreCompact", "SubagentStop")
-_MARKERS = ("playbook/inject.py", "-m playbook hook ")
-_TIMEOUTS = {"SessionStart": 10, "SessionEnd": 10, "PreCompact": 30, "SubagentStop": 30}
+HOOK_EVENTS = ("SessionStart", "SessionEnd", "PreCompact", "SubagentStop", "UserPromptSubmit")
+_MARKERS = ("playbook/inject.py", "-m playbook hook ", "playbook/recall.py")
+_TIMEOUTS = {"SessionStart": 10, "SessionEnd": 10, "PreCompact": 30, "SubagentStop": 30, "UserPromptSubmit": 5}
 
 
 class SettingsFileError(PlaybookError):
@@ -38,6 +38,8 @@ def hook_command(event: str, python: str | None = None) -> str:
     python = python or sys.executable
     if event == "SessionStart":
         return f"{_quote(python)} -I -S {_quote(os.path.abspath(inject.__file__))}"
+    if event == "UserPromptSubmit":
+        return f"{_quote(python)} -I -S {_quote(os.path.abspath(recall.__file__))}"
     return f"{_quote(python)} -I -m playbook hook {event}"
 
 

@@ -65,6 +65,8 @@ def hook_inputs(transcript: Path) -> dict[str, bytes]:
         "PreCompact": json.dumps({**common, "hook_event_name": "PreCompact", "trigger": "manual"}).encode(),
         "SubagentStop": json.dumps({**common, "hook_event_name": "SubagentStop", "agent_type": "general-purpose",
                                     "agent_transcript_path": str(transcript)}).encode(),
+        "UserPromptSubmit": json.dumps({**common, "hook_event_name": "UserPromptSubmit",
+                                        "prompt": "use pathlib here"}).encode(),
     }
 
 
