@@ -207,6 +207,9 @@ def lean(report: Report, mode: dict[str, Any]) -> None:
                f"{_ms(recall['hook'])} vs {_ms(recall['bare'])} ({above:+.1f} ms, "
                f"{recall['hook'] / recall['bare']:.2f}x); {recall['added_chars']} chars added",
                f"<= +{bench.PROMPT_ABOVE_BARE_MS:g} ms", above <= bench.PROMPT_ABOVE_BARE_MS)
+    report.row("UserPromptSubmit vs `python -I -S -c pass` (the same flags, nothing imported)",
+               f"{_ms(recall['hook'])} vs {_ms(recall['bare_isolated'])} "
+               f"({(recall['hook'] - recall['bare_isolated']) * 1000:+.1f} ms)", "context")
     say("lean context: dedup")
     for row in bench.measure_dedup():
         report.row(f"dedup {row['method']} at {row['threshold']}: precision / recall (labelled pairs)",

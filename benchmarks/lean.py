@@ -137,11 +137,13 @@ def measure_recall(runs: int = 20, size: int = 5000) -> dict:
         _seconds, out = _run(hook, stdin, env, project)
         added = json.loads(out)["hookSpecificOutput"]["additionalContext"] if out.strip() else ""
         index_bytes = (project / ".claude" / "playbook.recall.json").stat().st_size
-        bare, timed = [], []
+        bare, bare_isolated, timed = [], [], []
         for _ in range(runs):
             bare.append(_run([python, "-c", "pass"], b"", env, project)[0])
+            bare_isolated.append(_run([python, "-I", "-S", "-c", "pass"], b"", env, project)[0])
             timed.append(_run(hook, stdin, env, project)[0])
     return {"size": size, "bare": statistics.median(bare), "hook": statistics.median(timed),
+            "bare_isolated": statistics.median(bare_isolated),
             "added_chars": len(added), "added_lines": max(len(added.splitlines()) - 1, 0), "index_bytes": index_bytes}
 
 
@@ -296,7 +298,8 @@ def main(argv: list[str] | None = None) -> int:
     above = (recall["hook"] - recall["bare"]) * 1000
     ok &= above <= PROMPT_ABOVE_BARE_MS
     print(f"UserPromptSubmit at {recall['size']} key points: {recall['hook'] * 1000:.1f} ms vs bare "
-          f"{recall['bare'] * 1000:.1f} ms ({above:+.1f} ms); added {recall['added_lines']} key points, "
+          f"{recall['bare'] * 1000:.1f} ms ({above:+.1f} ms), and {recall['bare_isolated'] * 1000:.1f} ms for "
+          f"`python -I -S -c pass`; added {recall['added_lines']} key points, "
           f"{recall['added_chars']} characters; index {recall['index_bytes'] / 1024:.0f} KiB")
     for row in measure_dedup():
         print(f"dedup ({row['method']}, threshold {row['threshold']}): precision {row['precision']:.3f}, recall "

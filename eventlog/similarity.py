@@ -4,8 +4,9 @@ Pure and dependency-free by default. Texts are reduced to content words: lower c
 punctuation and a short list of function words dropped, a light suffix stemmer
 ("committing", "commits" -> "commit"), and a few negations kept, since "always" and
 "never" make two lessons opposite. With the optional `rapidfuzz` installed
-(`pip install '.[dedup]'`), the score is its `token_set_ratio` over those words,
-which also forgives small spelling differences; without it, the same words compared
+(`pip install '.[dedup]'`), the score is the mean of its `token_set_ratio` and
+`token_sort_ratio` over those words (the second keeps "pytest over unittest" apart from
+its reverse a little better), which also forgives small spelling differences; without it, the same words compared
 as sets (overlap of the smaller set, blended with Jaccard). Both thresholds were
 chosen on the labelled pairs in `tests/dedup_pairs.py` (see README).
 """
@@ -23,7 +24,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     _fuzz = None
     _process = None
 
-RAPIDFUZZ = "rapidfuzz.token_set_ratio"
+RAPIDFUZZ = "rapidfuzz token_set+token_sort"
 LEXICAL = "content-word overlap"
 THRESHOLDS = {RAPIDFUZZ: 0.82, LEXICAL: 0.68}
 """Default similarity at or above which two key points are duplicates, per method."""

@@ -8,11 +8,18 @@ recall turned off, a prompt that matches nothing well, or any failure: it prints
 nothing and exits 0.
 """
 
-import json
 import os
 import sys
 
+try:  # the C half of `json`, without the rest: `import json` brings in `re` and `enum`, tens of ms
+    from _json import encode_basestring_ascii as _quote
+    from _json import scanstring as _scanstring
+except ImportError:  # pragma: no cover - an interpreter without the accelerator
+    from json.decoder import scanstring as _scanstring
+    from json.encoder import encode_basestring_ascii as _quote
+
 RECALL_NAME = "playbook.recall.json"
+FORMAT = b"recall-1"
 SETTINGS_NAME = "playbook.settings.json"
 STAMPED_ENV = ("PLAYBOOK_INJECTION_BUDGET", "PLAYBOOK_RECALL", "PLAYBOOK_RECALL_MAX_CHARS")
 MAX_INDEX_BYTES = 64 << 20
@@ -96,12 +103,14 @@ def _seek(data: bytes, lo: int, hi: int, key: bytes) -> bytes | None:
 def recall(prompt: str, body: bytes) -> list[str]:
     """The key point lines most relevant to `prompt`, best first, within the index's limits."""
     first, _, _rest = body.partition(b"\n")
-    meta = json.loads(first)
-    top, max_chars, count = int(meta["top"]), int(meta["max_chars"]), int(meta["count"])
+    fields = first.split()
+    if len(fields) != 5 or fields[0] != FORMAT:  # another version's index: nothing until it is re-projected
+        return []
+    top, max_chars, count, terms_offset = (int(field) for field in fields[1:])
     if top <= 0 or count <= 0:
         return []
     docs_at = len(first) + 1
-    terms_at = docs_at + int(meta["terms_at"])
+    terms_at = docs_at + terms_offset
     scores: dict[int, float] = {}
     for term in set(terms(prompt[:MAX_PROMPT_CHARS])):
         found = _seek(body, terms_at, len(body), term.encode())
@@ -116,22 +125,88 @@ def recall(prompt: str, body: bytes) -> list[str]:
         found = _seek(body, docs_at, terms_at, b"%07d" % doc) if 0 <= doc < count else None
         if found is None:
             continue
-        line = json.loads(found)
-        if not isinstance(line, str) or used + len(line) + 1 > max_chars:
+        line = _json_string(found.decode("utf-8"))
+        if used + len(line) + 1 > max_chars:
             continue
         chosen.append(line)
         used += len(line) + 1
     return chosen
 
 
+def _json_string(text: str) -> str:
+    """The JSON string that is the whole of `text`."""
+    if not text.startswith('"'):
+        raise ValueError("not a JSON string")
+    value, end = _scanstring(text, 1)
+    if text[end:].strip():
+        raise ValueError("more than a JSON string")
+    return value
+
+
+def _skip(text: str, at: int) -> int:
+    """The index just past the JSON value that starts at `at` (after blanks)."""
+    while text[at] in " \t\r\n":
+        at += 1
+    if text[at] == '"':
+        return _scanstring(text, at + 1)[1]
+    if text[at] in "[{":
+        depth = 0
+        while True:
+            char = text[at]
+            if char == '"':
+                at = _scanstring(text, at + 1)[1]
+                continue
+            if char in "[{":
+                depth += 1
+            elif char in "]}":
+                depth -= 1
+                if depth == 0:
+                    return at + 1
+            at += 1
+    while text[at] not in ",}] \t\r\n":
+        at += 1
+    return at
+
+
+def top_level_strings(text: str) -> dict[str, str]:
+    """The string members of the JSON object `text`, read with the C scanner alone (no `json` import);
+    values of other types are skipped. ValueError or IndexError when `text` is no JSON object."""
+    at = text.index("{") + 1
+    if text[:at - 1].strip():
+        raise ValueError("not a JSON object")
+    found: dict[str, str] = {}
+    while True:
+        while text[at] in " \t\r\n,":
+            at += 1
+        if text[at] == "}":
+            return found
+        if text[at] != '"':
+            raise ValueError("not a JSON object")
+        key, at = _scanstring(text, at + 1)
+        while text[at] in " \t\r\n":
+            at += 1
+        if text[at] != ":":
+            raise ValueError("not a JSON object")
+        at += 1
+        while text[at] in " \t\r\n":
+            at += 1
+        if text[at] == '"':
+            value, at = _scanstring(text, at + 1)
+            found[key] = value
+        else:
+            at = _skip(text, at)
+
+
 def main() -> int:
     try:
-        payload = json.loads(sys.stdin.buffer.read(1 << 20) or b"{}")
-        prompt = payload.get("prompt") if isinstance(payload, dict) else None
-        if not isinstance(prompt, str) or not prompt.strip():
+        try:
+            payload = top_level_strings(sys.stdin.buffer.read(1 << 20).decode("utf-8", "replace"))
+        except (ValueError, IndexError, RecursionError):
+            return 0  # not the hook input Claude Code sends: nothing to add
+        prompt = payload.get("prompt")
+        if not prompt or not prompt.strip():
             return 0
-        project = os.environ.get("CLAUDE_PROJECT_DIR") or (payload.get("cwd") if isinstance(payload.get("cwd"), str)
-                                                            else None) or os.getcwd()
+        project = os.environ.get("CLAUDE_PROJECT_DIR") or payload.get("cwd") or os.getcwd()
         try:
             index = _index(project)
         except (OSError, ValueError):  # no index yet, or one of another log position: nothing to add
@@ -141,8 +216,8 @@ def main() -> int:
             return 0
         text = ("Key points from this project's playbook that may bear on this request (left out at the session's "
                 "start to save context); cite them as [id] when you apply them:\n" + "\n".join(chosen))
-        output = {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}}
-        sys.stdout.write(json.dumps(output) + "\n")
+        sys.stdout.write('{"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": '
+                         + _quote(text) + "}}\n")
     except Exception as exc:  # a prompt must go through whatever is wrong with the index
         print(f"playbook: no key points recalled for this prompt: {type(exc).__name__}", file=sys.stderr)
     return 0

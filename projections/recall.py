@@ -2,7 +2,7 @@
 
 File format, made for a reader that must not parse what it does not need: the same
 header line as the injection (`<log size> <playbook.json mtime_ns> <settings stamp>`);
-one JSON line `{"top", "max_chars", "count", "terms_at"}`; `count` lines
+one line `recall-1 <top> <max_chars> <count> <terms_at>` (the format's name, then four numbers); `count` lines
 `<doc, 7 digits>\t<JSON string>`, each a left-out key point as the playbook prints it;
 then, from `terms_at` bytes after the JSON line, one line per term in byte order,
 `<term>\t<doc>:<weight> <doc>:<weight> ...` (its best-weighted POSTINGS), each BM25
@@ -31,6 +31,8 @@ DEFAULT_MAX_CHARS = 800
 """Most characters of key points one prompt may bring in."""
 TOP = 3
 """Most key points one prompt may bring in."""
+FORMAT = b"recall-1"
+"""The index format's name: the hook reads only this one, and says nothing for any other."""
 K1, B = 1.2, 0.75
 POSTINGS = 64
 """Most key points kept per term (the best-weighted)."""
@@ -69,7 +71,7 @@ def build(state: PlaybookState, left_out: list[str], max_chars: int = DEFAULT_MA
             found[term] = found.get(term, 0) + 1
         counts.append(found)
     if not lines:
-        return msgspec.json.encode({"top": 0, "max_chars": max_chars, "count": 0, "terms_at": 0}) + b"\n"
+        return b"%s 0 %d 0 0\n" % (FORMAT, max_chars)
     lengths = [sum(found.values()) for found in counts]
     average = sum(lengths) / len(lengths) or 1.0
     frequency: dict[str, int] = {}
@@ -90,7 +92,7 @@ def build(state: PlaybookState, left_out: list[str], max_chars: int = DEFAULT_MA
         # and a key point that only a common word links to the prompt would not make the top few anyway.
         best = sorted(postings[term], key=lambda item: (-item[0], item[1]))[:POSTINGS]
         table.append(f"{term}\t{' '.join(f'{doc}:{weight:.3f}' for weight, doc in best)}\n".encode())
-    meta = msgspec.json.encode({"top": top, "max_chars": max_chars, "count": len(lines), "terms_at": len(docs)})
+    meta = b"%s %d %d %d %d" % (FORMAT, top, max_chars, len(lines), len(docs))
     return meta + b"\n" + docs + b"".join(table)
 
 

@@ -64,6 +64,10 @@ def context(done: subprocess.CompletedProcess) -> str:
     return output["additionalContext"]
 
 
+def test_the_hook_reads_the_index_format_the_projection_writes():
+    assert hook.FORMAT == index.FORMAT
+
+
 def test_the_hook_and_the_index_split_words_alike():
     samples = ["Use pathlib's Path.read_text(), not os.path!", "Run   the TESTS before committing; always.",
                "naïve café 3.11 vs 3.8 — résumé", "a b c d", "keys keyss process classes", ""]
@@ -121,7 +125,7 @@ def test_a_stale_index_adds_nothing_until_the_projection_catches_up(project):
 
 
 @pytest.mark.parametrize("body", [
-    b"not json", b"[" * 100_000, b'{"lines": 7}\n', b'{"top": 3, "max_chars": 900, "count": 99999999999}\n',
+    b"not json", b"[" * 100_000, b'{"lines": 7}\n', b"recall-1 3 900 x 7\n", b"recall-1 3 900 2 99999\n", b'{"top": 3, "max_chars": 900, "count": 99999999999}\n',
     b'{"top": 3, "max_chars": 900, "count": 1}\n"a"\nkeytab\t99:9.0 0:1e309 x:y\n',
     b'{"top": 3, "max_chars": 900, "count": 2}\n[1]\n' + b"[" * 50_000 + b'\nkeytab\t0:9.0 1:9.0\n',
 ])
@@ -150,3 +154,17 @@ def test_bad_stdin_is_silent_and_exit_0(project):
         done = subprocess.run([sys.executable, "-I", "-S", str(RECALL)], input=stdin, capture_output=True,
                               env={**os.environ, "CLAUDE_PROJECT_DIR": str(project)}, timeout=60)
         assert done.returncode == 0 and done.stdout == b"" and b"Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("payload", [
+    {"session_id": "s", "cwd": "/p/\"prompt\": \"x\"", "prompt": "real one \u00e9 \n \"quoted\"", "n": 3},
+    {"effort": {"level": "medium", "prompt": "nested"}, "list": [1, {"a": "]}"}], "ok": True, "prompt": "top"},
+    {"prompt": ""}, {}, {"x": None, "y": -1.5e3, "prompt": "\ud83d\ude00 emoji"},
+])
+def test_the_hook_reads_hook_input_as_json_does_without_importing_json(payload):
+    text = json.dumps(payload, indent=1)
+    expected = {key: value for key, value in json.loads(text).items() if isinstance(value, str)}
+    assert hook.top_level_strings(text) == expected
+    for bad in ("[]", "7", '{"prompt": ', "prompt"):
+        with pytest.raises((ValueError, IndexError)):
+            hook.top_level_strings(bad)
