@@ -28,7 +28,7 @@ def settings_stamp(project: str) -> str:
     return ":".join(parts)
 
 
-def _fast(claude_dir: str) -> bytes | None:
+def _fast(claude_dir: str) -> "bytes | None":  # a string: the plugin runs this under any Python 3
     """The hook output if the projection is current, else None."""
     try:
         with open(os.path.join(claude_dir, INJECTION_NAME), "rb") as handle:

@@ -135,3 +135,49 @@ def test_a_ready_environment_of_another_plugin_version_is_set_up_again(tmp_path,
     (data / "venv" / "playbook-ready").write_text(f"{ROOT}\n")
     result = run_hook("SessionStart", project, data, path)
     assert "systemMessage" not in json.loads(result.stdout) and result.stderr == b""
+
+
+def installed_python(version: str) -> str | None:
+    """An interpreter of exactly `version` on this machine, if there is one."""
+    pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    for candidate in (shutil.which(f"python{version}"), f"/usr/bin/python{version}",
+                      *map(str, sorted(pyenv.glob(f"{version}.*/bin/python{version}")))):
+        if candidate and os.access(candidate, os.X_OK):
+            probe = subprocess.run([candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                                   capture_output=True, text=True)
+            if probe.returncode == 0 and probe.stdout.strip() == version:
+                return os.path.realpath(candidate)
+    return None
+
+
+OLD = installed_python("3.9")
+ANCIENT = installed_python("3.6") or installed_python("2.7")
+
+
+@pytest.mark.skipif(OLD is None, reason="no Python 3.9 on this machine")
+def test_a_python_older_than_3_11_and_no_uv_is_one_line_said_once(tmp_path, project):
+    assert OLD is not None
+    data = tmp_path / "data"
+    path = only(tmp_path, python3=OLD)
+    first = run_hook("SessionStart", project, data, path)
+    assert first.returncode == 0 and first.stderr == b"" and "use pathlib" in first.stdout.decode()
+    failure = wait_for_failure(data)
+    assert failure["error"] == "needs Python 3.11+ or uv on PATH (found Python 3.9)"
+    second = json.loads(run_hook("SessionStart", project, data, path).stdout)
+    assert failure["error"] in second["systemMessage"]
+    assert "systemMessage" not in json.loads(run_hook("SessionStart", project, data, path).stdout)
+    assert "Traceback" not in (data / "setup.log").read_text()
+    recall = run_hook("UserPromptSubmit", project, data, path)  # its script needs 3.11: it stays silent
+    assert (recall.returncode, recall.stdout, recall.stderr) == (0, b"", b"")
+
+
+@pytest.mark.skipif(ANCIENT is None, reason="no Python older than 3.7 on this machine")
+def test_a_python_too_old_to_start_the_setup_is_one_line(tmp_path, project):
+    assert ANCIENT is not None
+    path = only(tmp_path, python3=ANCIENT)
+    for event in EVENTS:
+        result = run_hook(event, project, tmp_path / "data", path)
+        assert (result.returncode, result.stdout) == (0, b"")
+        assert result.stderr.count(b"\n") == 1 and b"older than Python 3.7" in result.stderr
+    recall = run_hook("UserPromptSubmit", project, tmp_path / "data", path)
+    assert (recall.returncode, recall.stdout, recall.stderr) == (0, b"", b"")
