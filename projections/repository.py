@@ -21,7 +21,8 @@ from eventlog.domain import PlaybookState
 from eventlog.errors import StorageError
 from eventlog.events import Cause, Event, SnapshotSetAside
 from eventlog.evolve import apply_transaction
-from eventlog.store import Committed, JsonlEventStore, Position, fault, fold_log, hash_at
+from eventlog.faults import point as fault
+from eventlog.store import Committed, JsonlEventStore, Position, fold_log, hash_at
 
 from . import checkpoints
 from .injection import INJECTION_NAME, injection_budget, injection_file, output_of, plan, settings_stamp

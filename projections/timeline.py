@@ -15,26 +15,19 @@ import re
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import msgspec
 
 from eventlog import events as ev
+from eventlog import logformat
 from eventlog.decide import ReplaceContent, decide
 from eventlog.domain import SECTION_SLUGS, KeyPoint, PlaybookState
 from eventlog.errors import PlaybookError
 from eventlog.events import Event, TransactionCommitted, UnknownRecord
 from eventlog.evolve import apply_transaction
-from eventlog.registry import json_string, mentions, record_decoder, touched_names
-from eventlog.store import (
-    LogReader,
-    Position,
-    Transaction,
-    decode_line,
-    hash_at,
-    running_after,
-    split_hash,
-)
+from eventlog.registry import json_string, mentions, touched_names
+from eventlog.store import LogReader, Position, Transaction, hash_at
 
 from . import checkpoints
 from .checkpoints import CHECKPOINT_DIR
@@ -42,10 +35,7 @@ from .repository import PlaybookRepository
 from .snapshot import playbook_dict, write_atomically
 
 COMMIT_INDEX = "commits.msgpack"
-_SEARCH_CHUNK = 4 << 20
 _WINDOW = 64 << 10
-_COMMIT_LINE = b'\n{"type":"TransactionCommitted"'
-_commit_decoder = msgspec.json.Decoder(TransactionCommitted)
 _RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -121,35 +111,6 @@ class RevertPlan(msgspec.Struct, frozen=True):
 # --- the commit index ---------------------------------------------------------------------------
 
 
-def find_all(path: Path, needle: bytes, start: int = 0) -> Iterator[int]:
-    """Offsets of `needle` in the file from `start`, reading it in chunks (no mmap: memory stays flat)."""
-    try:
-        handle = open(path, "rb")
-    except (FileNotFoundError, NotADirectoryError):
-        return
-    with handle:
-        handle.seek(start)
-        base, carry = start, b""
-        while True:
-            data = handle.read(_SEARCH_CHUNK)
-            if not data:
-                return
-            buffer = carry + data
-            at = buffer.find(needle)
-            while at >= 0:
-                yield base - len(carry) + at
-                at = buffer.find(needle, at + 1)
-            keep = len(needle) - 1
-            carry = buffer[-keep:] if keep else b""
-            base += len(data)
-
-
-def _line_at(handle, offset: int) -> bytes:
-    handle.seek(offset)
-    line = handle.readline(1 << 24)
-    return line if line.endswith(b"\n") else b""
-
-
 def commit_index(path: Path, known: list[CommitRef] | None = None) -> list[CommitRef]:
     """Every committed transaction's commit record and position, found by byte search (no fold).
 
@@ -161,17 +122,13 @@ def commit_index(path: Path, known: list[CommitRef] | None = None) -> list[Commi
     except (FileNotFoundError, NotADirectoryError):
         return refs
     with handle:
-        starts = [] if previous.offset else ([0] if _line_at(handle, 0).startswith(_COMMIT_LINE[1:]) else [])
-        offsets = (at + 1 for at in find_all(path, _COMMIT_LINE, max(previous.offset - 1, 0)))
-        for start in (*starts, *offsets):
-            raw = _line_at(handle, start)
+        for begin in logformat.commit_starts(path, handle, previous.offset):
+            raw = logformat.line_at(handle, begin)
             try:
-                commit = _commit_decoder.decode(raw)
+                commit = logformat.commit_decoder.decode(raw)
             except (msgspec.DecodeError, msgspec.ValidationError):
                 continue  # an unfinished or damaged line: not a commit readers would accept
-            hashed = split_hash(raw)
-            position = Position(offset=start + len(raw), seq=commit.seq,
-                                hash="%08x" % running_after(raw, hashed[1]) if hashed else "",
+            position = Position(offset=begin + len(raw), seq=commit.seq, hash=logformat.hash_after(raw),
                                 line=previous.line + commit.events + 1)
             refs.append(CommitRef(commit=commit, start=previous, end=position))
             previous = position
@@ -183,15 +140,8 @@ def read_transaction(path: Path, ref: CommitRef) -> Transaction:
     with open(path, "rb") as handle:
         handle.seek(ref.start.offset)
         data = handle.read(ref.end.offset - ref.start.offset)
-    return Transaction(events=(records := _records(data))[:-1], commit=records[-1], start=ref.start, end=ref.end)
-
-
-def _records(data: bytes) -> list:
-    """The records of whole lines; a type this version does not know (a newer one's) is an UnknownRecord."""
-    try:
-        return record_decoder.decode_lines(data)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return [decode_line(line) for line in data.splitlines()]
+    records = logformat.decode_records(data)
+    return Transaction(events=records[:-1], commit=records[-1], start=ref.start, end=ref.end)
 
 
 class Timeline:
@@ -331,30 +281,17 @@ class Timeline:
                 return
             with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
                 ends: list[tuple[int, TransactionCommitted, str]] = []
-                at = data.rfind(_COMMIT_LINE)
-                while True:
-                    start = at + 1 if at >= 0 else 0
-                    if at < 0 and data[: len(_COMMIT_LINE) - 1] != _COMMIT_LINE[1:]:
-                        start = -1
-                    if start >= 0:
-                        end = data.find(b"\n", start)
-                        if end >= 0:
-                            raw = data[start : end + 1]
-                            try:
-                                commit = _commit_decoder.decode(raw)
-                                hashed = split_hash(raw)
-                                running = "%08x" % running_after(raw, hashed[1]) if hashed else ""
-                                if ends:
-                                    later_end, later_commit, later_hash = ends.pop()
-                                    yield CommitRef(commit=later_commit,
-                                                    start=Position(end + 1, commit.seq, running, 0),
-                                                    end=Position(later_end, later_commit.seq, later_hash, 0))
-                                ends.append((end + 1, commit, running))
-                            except (msgspec.DecodeError, msgspec.ValidationError):
-                                pass
-                    if at < 0:
-                        break
-                    at = data.rfind(_COMMIT_LINE, 0, at)
+                for begin, raw in logformat.commits_from_end(data):
+                    try:
+                        commit = logformat.commit_decoder.decode(raw)
+                    except (msgspec.DecodeError, msgspec.ValidationError):
+                        continue
+                    end, running = begin + len(raw), logformat.hash_after(raw)
+                    if ends:
+                        later_end, later_commit, later_hash = ends.pop()
+                        yield CommitRef(commit=later_commit, start=Position(end, commit.seq, running, 0),
+                                        end=Position(later_end, later_commit.seq, later_hash, 0))
+                    ends.append((end, commit, running))
                 if ends:
                     first_end, first_commit, first_hash = ends.pop()
                     yield CommitRef(commit=first_commit, start=Position(),
@@ -403,7 +340,7 @@ class Timeline:
             return
         with handle:
             done = -1
-            for at in find_all(self.path, needle):
+            for at in logformat.find_all(self.path, needle):
                 if at < done:
                     continue  # inside the transaction just read
                 found = _transaction_around(handle, at)
@@ -452,61 +389,28 @@ class Timeline:
                           base=current)
 
 
-def _transaction_around(handle, offset: int) -> Transaction | None:
+def _transaction_around(handle: IO[bytes], offset: int) -> Transaction | None:
     """The committed transaction whose bytes include `offset`, found by the commit lines around it."""
-    start = _previous_commit_end(handle, offset)
-    handle.seek(start)
+    begin = logformat.previous_commit_end(handle, offset)
+    handle.seek(begin)
     data = b""
     while True:
         block = handle.read(_WINDOW)
         if not block:
             return None
         data += block
-        at = data.find(_COMMIT_LINE[1:], max(offset - start - len(_COMMIT_LINE), 0))
-        while at > 0 and data[at - 1] != 10:
-            at = data.find(_COMMIT_LINE[1:], at + 1)
-        end = data.find(b"\n", at) if at >= 0 else -1
+        end = logformat.next_commit_end(data, max(offset - begin - len(logformat.NEWLINE_COMMIT), 0))
         if end >= 0:
             break
-    data = data[: end + 1]
+    data = data[:end]
     try:
-        records = _records(data)
-    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+        records = logformat.decode_records(data)
+    except logformat.DECODE_ERRORS:
         return None
     commit = records[-1]
     first = records[0].seq if len(records) > 1 else commit.seq
-    return Transaction(events=records[:-1], commit=commit, start=Position(start, first - 1, "", 0),
-                       end=Position(start + len(data), commit.seq, "", 0))
-
-
-def _previous_commit_end(handle, offset: int) -> int:
-    """The end of the last commit line that ends at or before `offset` (0 when none)."""
-    handle.seek(offset)
-    line_start = offset
-    block_end = offset
-    # the start of the line holding `offset`
-    while line_start > 0:
-        begin = max(line_start - _WINDOW, 0)
-        handle.seek(begin)
-        block = handle.read(block_end - begin)
-        cut = block.rfind(b"\n")
-        if cut >= 0:
-            line_start = begin + cut + 1
-            break
-        line_start = block_end = begin
-    position = line_start
-    while position > 0:
-        begin = max(position - _WINDOW, 0)
-        handle.seek(begin)
-        block = handle.read(position - begin + len(_COMMIT_LINE))
-        at = block.rfind(_COMMIT_LINE, 0, position - begin + 1)
-        if at >= 0:
-            handle.seek(begin + at + 1)
-            return begin + at + 1 + len(handle.readline())
-        if begin == 0:
-            return 0
-        position = begin + len(_COMMIT_LINE)
-    return 0
+    return Transaction(events=records[:-1], commit=commit, start=Position(begin, first - 1, "", 0),
+                       end=Position(begin + len(data), commit.seq, "", 0))
 
 
 def _keep_as_now(target: PlaybookState, current: PlaybookState, name: str) -> None:
