@@ -19,3 +19,12 @@ class CorruptLogError(PlaybookError):
 
 class StorageError(PlaybookError):
     """The playbook's files could not be written (permissions, disk full, ...)."""
+
+
+class PositionMismatch(StorageError):
+    """A write expected the log to end at `expected` and found it ending at `found`: a writer not holding
+    the lock, or a caller's stale position. Nothing was written."""
+
+    def __init__(self, log: Path | str, expected: int, found: int) -> None:
+        self.log, self.expected, self.found = log, expected, found
+        super().__init__(f"{log}: expected the log to end at {expected}, it ends at {found}; nothing was written")

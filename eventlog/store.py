@@ -27,9 +27,9 @@ import msgspec
 
 from . import faults
 from .domain import PlaybookState
-from .errors import CorruptLogError, StorageError
+from .errors import CorruptLogError, PositionMismatch, StorageError
 from .events import Cause, Event, TailRepaired, TransactionCommitted, UnknownRecord
-from .evolve import FOLD_VIEWS, CommitView, apply, apply_records, apply_transaction
+from .evolve import FOLD_VIEWS, CommitView, apply_records, apply_transaction
 from .logformat import (COMMIT, DECODE_ERRORS, NEWLINE_COMMIT, TAIL, check_line, decode_line, encode_line, encoded,
                         extend, h_at, line_hash, running_after, split_hash, start, text)
 from .registry import record_decoder
@@ -41,6 +41,7 @@ __all__ = [  # the line format's helpers are used through the store by its calle
 CHUNK_SIZE = 1 << 20
 FILE_MODE = 0o664
 """Mode of every file created here: the user's umask applies, and none is ever world-writable."""
+Decider = Callable[[PlaybookState], list[Event]]
 fault = faults.point
 """Crash tests' fault points (see `eventlog.faults`): a no-op unless PLAYBOOK_FAULT names one."""
 
@@ -69,6 +70,14 @@ class TornTail(msgspec.Struct, frozen=True):
     offset: int
     length: int
     line: int
+
+
+class Written(msgspec.Struct, frozen=True):
+    """One transaction as a store wrote it: its events stamped, its commit record, the position after it."""
+
+    events: list[Event]
+    commit: TransactionCommitted
+    position: Position
 
 
 class Committed(msgspec.Struct, frozen=True):
@@ -449,31 +458,21 @@ class JsonlEventStore:
         finally:
             os.close(fd)  # closing releases the lock
 
-    def append_locked(
-        self,
-        state: PlaybookState,
-        position: Position,
-        decide: Callable[[PlaybookState], list[Event]],
-        cause: Cause,
-    ) -> Committed | None:
-        """Append what `decide` returns for the state at the log's end. Caller holds `locked()`.
+    def append_locked(self, state: PlaybookState, position: Position, decide: Decider, cause: Cause
+                      ) -> Committed | None:
+        """`unit_of_work.commit` on this log: the caller holds `locked()`."""
+        from .unit_of_work import commit
 
-        `state`/`position` are a known point of this log (a checkpoint); the tail after it
-        is folded first. Returns None when there is nothing to write. Durable when it returns.
-        """
-        if position.offset and not hash_at(self.path, position):
-            state, position = PlaybookState(), Position()
-        state, position, torn = fold_log(self.path, state, position)
-        events: list[Event] = []
-        if torn is not None:
-            events.append(self._cut_tail(torn))
-        decided = decide(state)
-        if not decided and not events:
-            return None
-        events.extend(decided)
-        return self._write(state, position, events, cause)
+        return commit(self, state, position, decide, cause)
 
-    def _cut_tail(self, torn: TornTail) -> TailRepaired:
+    def holds(self, position: Position) -> bool:
+        return hash_at(self.path, position)
+
+    def fold(self, state: PlaybookState, start: Position = Position(), until: int | None = None
+             ) -> tuple[PlaybookState, Position, TornTail | None]:
+        return fold_log(self.path, state, start, until)
+
+    def cut(self, torn: TornTail) -> TailRepaired:
         with open(self.path, "rb") as handle:
             handle.seek(torn.offset)
             cut = handle.read()
@@ -494,7 +493,7 @@ class JsonlEventStore:
             raise StorageError(f"cannot repair the torn tail of {self.path}: {exc.strerror or exc}") from exc
         return TailRepaired(offset=torn.offset, bytes_cut=len(cut), kept_at=kept.name)
 
-    def _write(self, state: PlaybookState, position: Position, events: list[Event], cause: Cause) -> Committed:
+    def write(self, position: Position, events: list[Event], cause: Cause) -> Written:
         tx = uuid.uuid4().hex[:16]
         at = utc_now()
         seq = position.seq
@@ -514,6 +513,9 @@ class JsonlEventStore:
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
             try:
+                found = os.fstat(fd).st_size
+                if found != position.offset:
+                    raise PositionMismatch(self.path, position.offset, found)
                 written = os.write(fd, payload)
                 while written < len(payload):  # a short write to a regular file: finish it
                     written += os.write(fd, payload[written:])
@@ -526,22 +528,28 @@ class JsonlEventStore:
         except OSError as exc:
             raise StorageError(f"cannot append to {self.path}: {exc.strerror or exc}") from exc
         fault("after-fsync")
-        for event in stamped:
-            apply(state, event)
-        state.seq = seq
         end = Position(offset=position.offset + len(payload), seq=seq, hash=text(running),
                        line=position.line + len(lines))
-        return Committed(events=stamped, commit=commit, state=state, position=end)
+        return Written(events=stamped, commit=commit, position=end)
 
 
 class InMemoryEventStore:
-    """The same contract as `JsonlEventStore`, kept in memory: for tests and previews."""
+    """The same contract as `JsonlEventStore`, kept in memory: for tests and previews.
+
+    `unfinished` models a write that never finished (records with no commit): readers do
+    not see it, and the next writer cuts it and records that it did.
+    """
 
     def __init__(self) -> None:
         self.transactions: list[Transaction] = []
+        self.unfinished: list[Event] = []
+        self.kept: list[list[Event]] = []
 
     def exists(self) -> bool:
-        return bool(self.transactions)
+        return bool(self.transactions or self.unfinished)
+
+    def size(self) -> int:
+        return self.transactions[-1].end.offset if self.transactions else 0
 
     def read(self, start: Position = Position()) -> Iterator[Transaction]:
         return iter([t for t in self.transactions if t.start.seq >= start.seq])
@@ -550,25 +558,43 @@ class InMemoryEventStore:
     def locked(self) -> Iterator[None]:
         yield
 
-    def append_locked(self, state: PlaybookState, position: Position, decide: Callable[[PlaybookState], list[Event]],
-                      cause: Cause) -> Committed | None:
-        for transaction in self.read(position):
-            for event in transaction.events:
-                if not isinstance(event, UnknownRecord):
-                    apply(state, event)
-            state.seq, position = transaction.commit.seq, transaction.end
-        decided = decide(state)
-        if not decided:
-            return None
+    def append_locked(self, state: PlaybookState, position: Position, decide: Decider, cause: Cause
+                      ) -> Committed | None:
+        from .unit_of_work import commit
+
+        return commit(self, state, position, decide, cause)
+
+    def holds(self, position: Position) -> bool:
+        return position == Position() or any(t.end == position for t in self.transactions)
+
+    def fold(self, state: PlaybookState, start: Position = Position(), until: int | None = None
+             ) -> tuple[PlaybookState, Position, TornTail | None]:
+        position = start
+        for transaction in self.read(start):
+            if until is not None and transaction.end.offset > until:
+                return state, position, None
+            apply_transaction(state, transaction.events, transaction.commit.seq, transaction.commit.at)
+            position = transaction.end
+        torn = None
+        if self.unfinished:
+            torn = TornTail(offset=position.offset, length=len(self.unfinished), line=position.line + 1)
+        return state, position, torn
+
+    def cut(self, torn: TornTail) -> TailRepaired:
+        self.kept.append(self.unfinished)
+        self.unfinished = []
+        return TailRepaired(offset=torn.offset, bytes_cut=torn.length, kept_at=f"kept[{len(self.kept) - 1}]")
+
+    def write(self, position: Position, events: list[Event], cause: Cause) -> Written:
+        if position.offset != self.size() or self.unfinished:
+            raise PositionMismatch("memory", position.offset, self.size())
         tx, at, seq = uuid.uuid4().hex[:16], utc_now(), position.seq
         stamped = []
-        for event in decided:
+        for event in events:
             seq += 1
             stamped.append(encoded(msgspec.structs.replace(event, seq=seq, tx=tx, at=at), 0)[0])
-            apply(state, stamped[-1])
         seq += 1
-        state.seq = seq
         commit = encoded(_commit_record(seq, tx, at, len(stamped), cause), 0)[0]
         end = Position(offset=seq, seq=seq, hash="", line=seq)
         self.transactions.append(Transaction(events=stamped, commit=commit, start=position, end=end))
-        return Committed(events=stamped, commit=commit, state=state, position=end)
+        return Written(events=stamped, commit=commit, position=end)

@@ -157,11 +157,11 @@ def load_playbook() -> dict:
     """
     repo = repository()
     try:
-        state = repo.state()
+        state, taken_in = repo.take_in()
     except StorageError as exc:
         warn(f"{exc}; the playbook is read without recording anything")
-        state = _read_only_state(repo)
-    for committed in repo.taken_in:
+        state, taken_in = _read_only_state(repo), ()
+    for committed in taken_in:
         report(committed.events)
     return to_playbook_dict(state, origin=state.copy())
 

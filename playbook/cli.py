@@ -100,10 +100,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         raise UsageError("--before goes with --at WHEN")
     if when is None:
         repo = repository(_project(args))
-        state = repo.state()  # takes in a legacy or hand-edited playbook.json first, as the hooks do
+        state, taken_in = repo.take_in()  # a legacy or hand-edited playbook.json first, as the hooks do
         from .diagnostics import report as report_taken_in
 
-        for committed in repo.taken_in:
+        for committed in taken_in:
             report_taken_in(committed.events)
         newest = _timeline(args).newest(1)
         point = PointState(state=state, seq=state.seq, commit=newest[0].commit if newest else None)

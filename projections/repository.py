@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import NamedTuple
 
 import msgspec
 
@@ -22,7 +23,8 @@ from eventlog.errors import StorageError
 from eventlog.events import Cause, Event, SnapshotSetAside
 from eventlog.evolve import apply_transaction
 from eventlog.faults import point as fault
-from eventlog.store import Committed, JsonlEventStore, Position, fold_log, hash_at
+from eventlog.store import Committed, JsonlEventStore, Position
+from eventlog.unit_of_work import EventStore, commit
 
 from . import checkpoints
 from .injection import INJECTION_NAME, injection_budget, injection_file, output_of, plan, settings_stamp
@@ -35,17 +37,37 @@ SNAPSHOT_NAME = "playbook.json"
 Decider = Callable[[PlaybookState], list[Event]]
 
 
+class Housekept(NamedTuple):
+    """The state at the log's end after taking in what waited outside it, and the transactions that did."""
+
+    state: PlaybookState
+    position: Position
+    taken_in: tuple[Committed, ...]
+
+
+class TakenIn(NamedTuple):
+    """The up-to-date state, and the transactions appended for what waited outside the log to get it."""
+
+    state: PlaybookState
+    taken_in: tuple[Committed, ...]
+
+
 class PlaybookRepository:
     """The log at `<claude_dir>/playbook.events.jsonl` and its snapshot `<claude_dir>/playbook.json`."""
 
-    def __init__(self, claude_dir: Path) -> None:
+    def __init__(self, claude_dir: Path, store: EventStore | None = None) -> None:
         self.claude_dir = Path(claude_dir)
-        self.store = JsonlEventStore(self.claude_dir / LOG_NAME)
+        self.store: EventStore = store if store is not None else JsonlEventStore(self.claude_dir / LOG_NAME)
         self.snapshot_path = self.claude_dir / SNAPSHOT_NAME
         self.injection_path = self.claude_dir / INJECTION_NAME
         self.recall_path = self.claude_dir / RECALL_NAME
-        self.taken_in: list[Committed] = []
-        """Transactions this object appended for what it found outside the log (imports, edits)."""
+        self._taken_in: list[Committed] = []
+
+    @property
+    def taken_in(self) -> tuple[Committed, ...]:
+        """Every transaction this object appended for what it found outside the log, oldest first: for
+        observers. A caller learns what its own call took in from `take_in`."""
+        return tuple(self._taken_in)
 
     # --- reading (no lock, no writes) ---------------------------------------------------------
 
@@ -56,7 +78,7 @@ class PlaybookRepository:
     def _checkpoint_of(self, found: ReadSnapshot | None) -> tuple[PlaybookState, Position]:
         if found is not None and found.snapshot is not None:
             state, position = state_of(found.snapshot)
-            if position.offset <= self.store.size() and hash_at(self.store.path, position):
+            if position.offset <= self.store.size() and self.store.holds(position):
                 return state, position
         return PlaybookState(), Position()
 
@@ -74,7 +96,7 @@ class PlaybookRepository:
     def current(self) -> tuple[PlaybookState, Position]:
         """The state of the log's committed transactions, read-only (a stale snapshot is folded forward)."""
         state, position = self.checkpoint()
-        state, position, _torn = fold_log(self.store.path, state, position)
+        state, position, _torn = self.store.fold(state, position)
         return state, position
 
     def needs_housekeeping(self) -> bool:
@@ -92,11 +114,18 @@ class PlaybookRepository:
         """The up-to-date state, after taking in anything waiting outside the log (writes when needed).
 
         Reads playbook.json once when it is fresh, which is the common case."""
+        return self.take_in().state
+
+    def take_in(self) -> TakenIn:
+        """`state`, with the transactions this call appended for what waited outside the log."""
         found = read_snapshot(self.snapshot_path)
         if self._needs_housekeeping(found):
-            return self.refresh()
+            with self.store.locked():
+                done = self._housekeep()
+                self._write_snapshot(done.state, done.position)
+                return TakenIn(done.state, done.taken_in)
         state, position = self._checkpoint_of(found)
-        return fold_log(self.store.path, state, position)[0]
+        return TakenIn(self.store.fold(state, position)[0], ())
 
     def append(self, commands: Sequence[Command] | Decider, cause: Cause) -> Committed | None:
         """Decide `commands` against the fresh state and append them as one transaction.
@@ -105,8 +134,8 @@ class PlaybookRepository:
         """
         decider: Decider = commands if callable(commands) else (lambda state: decide_all(state, commands))
         with self.store.locked():
-            state, position = self._housekeep()
-            committed = self.store.append_locked(state, position, decider, cause)
+            state, position, _taken_in = self._housekeep()
+            committed = commit(self.store, state, position, decider, cause)
             if committed is not None:
                 if checkpoints.crosses(position.seq, committed.position.seq):
                     checkpoints.save(self.claude_dir / checkpoints.CHECKPOINT_DIR, committed.state, committed.position)
@@ -118,7 +147,7 @@ class PlaybookRepository:
     def refresh(self) -> PlaybookState:
         """Bring playbook.json and the injection projection up to date with the log."""
         with self.store.locked():
-            state, position = self._housekeep()
+            state, position, _taken_in = self._housekeep()
             self._write_snapshot(state, position)
             return state
 
@@ -167,8 +196,13 @@ class PlaybookRepository:
             pass
         write_atomically(path, data)
 
-    def _housekeep(self) -> tuple[PlaybookState, Position]:
-        """Under the lock: take in what waits outside the log; return the state at the log's end."""
+    def _housekeep(self) -> Housekept:
+        """Under the lock: take in what waits outside the log; the state at the log's end, and what it appended."""
+        done = self._take_in_outside()
+        self._taken_in.extend(done.taken_in)
+        return done
+
+    def _take_in_outside(self) -> Housekept:
         self._remove_stale_temps()
         found = read_snapshot(self.snapshot_path)
         has_log = self.store.exists()
@@ -180,20 +214,19 @@ class PlaybookRepository:
                                     Cause(source="import", note="unreadable playbook.json"))
             state, position = self.current()
             event = SnapshotSetAside(moved_to=moved or "", error=found.error)
-            committed = self.store.append_locked(state, position, lambda _s: [event], Cause(source="rebuild"))
+            committed = commit(self.store, state, position, lambda _s: [event], Cause(source="rebuild"))
             assert committed is not None
-            self.taken_in.append(committed)
-            return committed.state, committed.position
+            return Housekept(committed.state, committed.position, (committed,))
         if not has_log:
             if found is None or (found.snapshot is not None and found.snapshot.log.offset == 0):
-                return PlaybookState(), Position()  # nothing yet, or our own empty projection
+                return Housekept(PlaybookState(), Position(), ())  # nothing yet, or our own empty projection
             data = msgspec.to_builtins(found.snapshot) if found.snapshot is not None else found.data
             kept = self._keep_original()
             return self._commit([ImportLegacy(data=data, path=path, genesis=True, kept_at=kept)],
                                 Cause(source="import", note="playbook.json found without a log"))
         if found is not None and found.snapshot is None:
             return self._import_manual_edit(found)
-        return self.current()
+        return Housekept(*self.current(), ())
 
     def _remove_stale_temps(self) -> None:
         """Remove temporary snapshot files a writer killed mid-replace left behind.
@@ -204,15 +237,14 @@ class PlaybookRepository:
             for temp in self.claude_dir.glob(f".{name}.*.tmp"):
                 temp.unlink(missing_ok=True)
 
-    def _commit(self, commands: Sequence[Command], cause: Cause) -> tuple[PlaybookState, Position]:
+    def _commit(self, commands: Sequence[Command], cause: Cause) -> Housekept:
         state, position = self.checkpoint() if self.store.exists() else (PlaybookState(), Position())
-        committed = self.store.append_locked(state, position, lambda s: decide_all(s, commands), cause)
+        committed = commit(self.store, state, position, lambda s: decide_all(s, commands), cause)
         if committed is None:
-            return fold_log(self.store.path, state, position)[:2]
-        self.taken_in.append(committed)
-        return committed.state, committed.position
+            return Housekept(*self.store.fold(state, position)[:2], ())
+        return Housekept(committed.state, committed.position, (committed,))
 
-    def _import_manual_edit(self, found: ReadSnapshot) -> tuple[PlaybookState, Position]:
+    def _import_manual_edit(self, found: ReadSnapshot) -> Housekept:
         """A playbook.json that differs from what the log says it should be: its edits become events."""
         base = self._claimed_base(found.data)
         return self._commit([ReplaceContent(target=found.data, origin="manual_edit", base=base)],
@@ -221,9 +253,9 @@ class PlaybookRepository:
     def _claimed_base(self, data: object) -> PlaybookState | None:
         """The state at the log position an edited snapshot still claims, if that claim holds."""
         position = claimed_position(data)
-        if position is None or not hash_at(self.store.path, position):
+        if position is None or not self.store.holds(position):
             return None
-        return fold_log(self.store.path, PlaybookState(), until=position.offset)[0]
+        return self.store.fold(PlaybookState(), Position(), position.offset)[0]
 
     def _keep_original(self) -> str | None:
         """Copy the file about to be imported, byte for byte: the projection will replace it, and

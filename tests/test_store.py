@@ -12,6 +12,7 @@ from eventlog.domain import PlaybookState
 from eventlog.errors import CorruptLogError
 from eventlog.events import Cause, KeyPointAdded, TailRepaired, UnknownRecord
 from eventlog.evolve import fold
+from eventlog.errors import PositionMismatch
 from eventlog.store import (
     InMemoryEventStore,
     JsonlEventStore,
@@ -81,14 +82,81 @@ class StoreContract:
         assert fold(events).sections == last.state.sections
 
 
+    # --- what the write side (eventlog.unit_of_work.commit) relies on ------------------------------------
+
+    def tear(self, store) -> None:
+        """Leave a write that never finished at the end of the log."""
+        raise NotImplementedError
+
+    def test_a_write_at_a_position_that_is_not_the_end_writes_nothing(self, tmp_path):
+        store = self.make(tmp_path)
+        first = self.append(store, add("one"))
+        self.append(store, add("two"))
+        before = list(store.read())
+        with store.locked(), pytest.raises(PositionMismatch) as raised:
+            store.write(first.position, [KeyPointAdded(section="OTHERS", name="oth-009", text="late", helpful=0,
+                                                       harmful=0, origin="operation")], CAUSE)
+        assert raised.value.expected == first.position.offset and raised.value.found == store.size()
+        assert list(store.read()) == before
+
+    def test_a_batch_is_one_transaction_read_back_as_written(self, tmp_path):
+        store = self.make(tmp_path)
+        events = [KeyPointAdded(section="OTHERS", name=f"oth-00{i}", text=f"t{i}", helpful=0, harmful=0,
+                                origin="operation") for i in range(1, 4)]
+        with store.locked():
+            written = store.write(Position(), events, CAUSE)
+        [transaction] = list(store.read())
+        assert transaction.events == written.events and transaction.commit == written.commit
+        assert transaction.end == written.position and store.size() == written.position.offset
+        assert [e.seq for e in written.events] == [1, 2, 3] and written.commit.events == 3
+        assert len({e.tx for e in written.events} | {written.commit.tx}) == 1
+        assert store.holds(written.position) and store.holds(Position())
+
+    def test_a_torn_tail_is_invisible_and_the_next_write_cuts_it_and_says_so(self, tmp_path):
+        store = self.make(tmp_path)
+        first = self.append(store, add("one"))
+        self.tear(store)
+        assert [t.commit.tx for t in store.read()] == [first.commit.tx]
+        state, position, torn = store.fold(PlaybookState())
+        assert position == first.position and torn is not None and torn.offset == first.position.offset
+        committed = self.append(store, add("two"))
+        assert isinstance(committed.events[0], TailRepaired)
+        assert [type(e) for t in store.read() for e in t.events] == [KeyPointAdded, TailRepaired, KeyPointAdded]
+        assert store.fold(PlaybookState())[2] is None
+
+    def test_fold_up_to_a_position_and_on_from_it_equals_the_whole_fold(self, tmp_path):
+        store = self.make(tmp_path)
+        ends = [self.append(store, add(f"tip {i}")).position for i in range(4)]
+        whole = store.fold(PlaybookState())
+        partial, middle, _ = store.fold(PlaybookState(), Position(), ends[1].offset)
+        assert middle == ends[1]
+        assert store.fold(partial, middle)[:2] == whole[:2]
+
+    def test_a_position_the_log_does_not_hold_is_not_trusted(self, tmp_path):
+        store = self.make(tmp_path)
+        committed = self.append(store, add("one"))
+        assert not store.holds(Position(offset=committed.position.offset, seq=committed.position.seq, hash="x"))
+        stale = PlaybookState()
+        again = self.append(store, add("one"), state=stale, position=Position(offset=1, seq=9, hash="0"))
+        assert [e.reason for e in again.events] == ["duplicate_text"]  # folded from the start instead
+
+
 class TestInMemoryStore(StoreContract):
     def make(self, tmp_path):
         return InMemoryEventStore()
+
+    def tear(self, store):
+        store.unfinished.append(KeyPointAdded(section="OTHERS", name="oth-099", text="cut", helpful=0, harmful=0,
+                                              origin="operation"))
 
 
 class TestJsonlStore(StoreContract):
     def make(self, tmp_path):
         return JsonlEventStore(tmp_path / "log.jsonl")
+
+    def tear(self, store):
+        with open(store.path, "ab") as log:
+            log.write(b'{"type":"KeyPointAdded","seq":3,"tx":"unfin')
 
     def test_every_line_is_json_with_a_hash_chained_to_the_previous(self, tmp_path):
         store = self.make(tmp_path)
@@ -213,3 +281,19 @@ def test_fold_from_a_checkpoint_reads_only_the_tail(tmp_path):
     assert middle.offset == ends[1]
     rest, end, _ = fold_log(store.path, partial, middle)
     assert rest.sections == state.sections and end == position
+
+
+@pytest.mark.parametrize("backend", ["jsonl", "memory"])
+def test_the_repository_writes_and_reads_through_either_store(tmp_path, backend):
+    from projections.repository import PlaybookRepository
+
+    store = InMemoryEventStore() if backend == "memory" else None
+    (tmp_path / ".claude").mkdir()  # the projections' directory (the JSONL store creates it for its log)
+    repo = PlaybookRepository(tmp_path / ".claude", store=store)
+    for text in ("one", "two"):
+        repo.append([ApplyOperations([{"type": "ADD", "text": text}])], CAUSE)
+    repo.append([Evaluate([{"name": "oth-002", "rating": "helpful"}])], CAUSE)
+    state = repo.state()
+    assert [(kp.name, kp.text, kp.helpful) for _, kp in state.entries()] == [("oth-001", "one", 0), ("oth-002", "two", 1)]
+    assert repo.is_fresh() and repo.current()[0] == state
+    assert len(list(repo.store.read())) == 3

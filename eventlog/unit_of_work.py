@@ -1,0 +1,78 @@
+"""The write side's one cycle, over any `EventStore`: fold the tail, repair, decide, append, apply.
+
+`commit` is what every write of the playbook runs while holding the store's lock: from a
+known point of the log (a checkpoint) it folds what was written since, cuts a torn tail
+(recording that it did), decides the caller's commands against that fresh state, and
+appends the result as one transaction at the position it read. It knows the store only
+through the `EventStore` protocol, so it runs the same on the JSONL log and in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
+from typing import Protocol
+
+from .domain import PlaybookState
+from .events import Cause, Event, TailRepaired
+from .evolve import apply
+from .store import Committed, Position, TornTail, Transaction, Written
+
+Decider = Callable[[PlaybookState], list[Event]]
+
+
+class EventStore(Protocol):
+    """What the write side needs of a log. `write` and `cut` only while `locked()` is held."""
+
+    def exists(self) -> bool: ...
+
+    def size(self) -> int:
+        """Where the log ends (the position after its last byte)."""
+        ...
+
+    def locked(self) -> AbstractContextManager[None]: ...
+
+    def read(self, start: Position = Position()) -> Iterable[Transaction]: ...
+
+    def holds(self, position: Position) -> bool:
+        """True when `position` is the end of a committed transaction of this log (or its start)."""
+        ...
+
+    def fold(self, state: PlaybookState, start: Position = Position(), until: int | None = None
+             ) -> tuple[PlaybookState, Position, TornTail | None]:
+        """Apply the committed transactions after `start` (ending by `until`) to `state`, in place."""
+        ...
+
+    def cut(self, torn: TornTail) -> TailRepaired:
+        """Remove an unfinished write from the end of the log, keeping what it held."""
+        ...
+
+    def write(self, position: Position, events: list[Event], cause: Cause) -> Written:
+        """Append `events` and their commit as one transaction, all or nothing, at `position`, which must be
+        the log's end (`PositionMismatch` otherwise). Durable when it returns."""
+        ...
+
+
+def commit(store: EventStore, state: PlaybookState, position: Position, decide: Decider,
+           cause: Cause) -> Committed | None:
+    """Append what `decide` returns for the state at the log's end, as one transaction; None when nothing.
+
+    `state`/`position` are a known point of the log (a checkpoint); a position the log no
+    longer holds is ignored and the whole log folded. The caller holds `store.locked()`.
+    `state` is changed in place and returned in the result.
+    """
+    if position.offset and not store.holds(position):
+        state, position = PlaybookState(), Position()
+    state, position, torn = store.fold(state, position)
+    events: list[Event] = []
+    if torn is not None:
+        events.append(store.cut(torn))
+    decided = decide(state)
+    if not decided and not events:
+        return None
+    events.extend(decided)
+    written = store.write(position, events, cause)
+    for event in written.events:
+        apply(state, event)
+    state.seq = written.commit.seq
+    return Committed(events=written.events, commit=written.commit, state=state, position=written.position)
