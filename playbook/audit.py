@@ -6,7 +6,6 @@ Small functions over `projections.timeline`; rendering lives in `playbook.report
 from __future__ import annotations
 
 import bisect
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +27,14 @@ from eventlog.events import (
 )
 from eventlog.evolve import apply_transaction
 from eventlog.registry import FAMILIES, SHORT_NAMES, TAGS, mentions, tag_of
-from eventlog.store import Committed, LogReader, Position, Transaction
+from eventlog.store import Committed, LogReader, Transaction
 from projections.repository import PlaybookRepository
 from projections.snapshot import playbook_dict
-from projections.timeline import RevertPlan, Timeline, TimelineError, read_transaction
+from projections.revert import RevertPlan
+from projections.timeline import Timeline, read_transaction
 
-
-class UsageError(PlaybookError):
-    """A command-line value that names nothing (an unknown event type, a negative count)."""
+from .errors import UsageError
+from .when import check_prefix, resolve
 
 
 # --- event type names -------------------------------------------------------------------------------
@@ -69,48 +68,6 @@ def event_types(values: list[str] | None) -> frozenset[str] | None:
 
 
 # --- points in time -----------------------------------------------------------------------------------
-
-
-def resolve(timeline: Timeline, when: str, before: bool = False) -> Position:
-    """`Timeline.resolve`, plus: a trailing `^` means `before`, and an ambiguous transaction prefix is an error.
-
-    `Timeline.resolve` takes the first (or last) transaction a prefix begins; two transactions
-    sharing a 6+ character prefix must not be told apart silently, so this refuses the prefix.
-    """
-    text = when.strip()
-    if text.endswith("^"):
-        text, before = text[:-1].strip(), True
-    if not text:
-        raise UsageError(f"{when!r} names no point in the log")
-    check_prefix(timeline, text)
-    if text.isdecimal() and len(text) < 16:  # what Timeline.resolve reads as a seq number
-        refs = timeline.refs
-        last = refs[-1].end.seq if refs else 0
-        if int(text) > last:
-            # Past the end: a short id of a session or transaction made of digits, or a mistake
-            # that must not silently show the end of the log.
-            matching = timeline.match(text) if len(text) >= 6 else []
-            if matching:
-                index = matching[0] if before else matching[-1]
-                return refs[index].start if before else refs[index].end
-            raise TimelineError(f"seq {text} is past the end of the log (the last seq is {last})")
-    return timeline.resolve(text, before=before)
-
-
-def check_prefix(timeline: Timeline, text: str, digits_are_seq: bool = True) -> None:
-    """Refuse a transaction prefix shared by several transactions; note a number that also begins one."""
-    if len(text) < 6:
-        return
-    txs = sorted({r.commit.tx for r in timeline.refs if r.commit.tx.startswith(text)})
-    # the test Timeline.resolve applies (isdecimal, not isdigit: int() rejects "³")
-    if digits_are_seq and text.isdecimal() and len(text) < 16:
-        refs = timeline.refs
-        if txs and int(text) <= (refs[-1].end.seq if refs else 0):  # read as a seq number first
-            print(f"playbook: note: {text} is read as a seq number; it also begins transaction(s) "
-                  f"{', '.join(txs[:3])} (give more characters to name a transaction)", file=sys.stderr)
-        return
-    if len(txs) > 1 and text not in txs:
-        raise TimelineError(f"{text!r} is ambiguous: it begins transactions {', '.join(txs[:5])}")
 
 
 class PointState(msgspec.Struct):

@@ -175,7 +175,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from projections.timeline import diff
+    from projections.diff import diff
 
     from . import report
     from .audit import end_of_log, state_at
@@ -229,7 +229,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_revert(args: argparse.Namespace) -> int:
-    from projections.timeline import RevertConflict
+    from projections.revert import RevertConflict
 
     from . import report
     from .audit import revert

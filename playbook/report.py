@@ -18,7 +18,8 @@ import msgspec
 from eventlog import events as ev
 from eventlog.domain import SECTION_SLUGS, PlaybookState
 from eventlog.registry import tag_of
-from projections.timeline import Diff, HistoryItem
+from projections.diff import Diff
+from projections.timeline import HistoryItem
 
 from .audit import Imported, PointState, Reverted, Selected, Stats
 from .event_text import event_parts

@@ -13,26 +13,28 @@ import mmap
 import os
 import re
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import msgspec
 
 from eventlog import events as ev
 from eventlog import logformat
-from eventlog.decide import ReplaceContent, decide
-from eventlog.domain import SECTION_SLUGS, KeyPoint, PlaybookState
+from eventlog.domain import KeyPoint, PlaybookState
 from eventlog.errors import PlaybookError
 from eventlog.events import Event, TransactionCommitted, UnknownRecord
 from eventlog.evolve import apply_transaction
-from eventlog.registry import json_string, mentions, touched_names
+from eventlog.registry import json_string, mentions
 from eventlog.store import LogReader, Position, Transaction, hash_at
 
 from . import checkpoints
 from .checkpoints import CHECKPOINT_DIR
 from .repository import PlaybookRepository
-from .snapshot import playbook_dict, write_atomically
+from .snapshot import write_atomically
+
+if TYPE_CHECKING:
+    from .revert import RevertPlan
 
 COMMIT_INDEX = "commits.msgpack"
 _WINDOW = 64 << 10
@@ -42,15 +44,6 @@ _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks
 
 class TimelineError(PlaybookError):
     """A point in time, transaction, session or entry that the log does not have."""
-
-
-class RevertConflict(PlaybookError):
-    """Later transactions touched entries the revert would change; `--force` reverts the rest."""
-
-    def __init__(self, conflicts: dict[str, list[str]]) -> None:
-        self.conflicts = conflicts
-        detail = "; ".join(f"{name} (changed later by {', '.join(txs)})" for name, txs in sorted(conflicts.items()))
-        super().__init__(f"later transactions touched the same entries: {detail}")
 
 
 class CommitRef(msgspec.Struct, frozen=True):
@@ -68,44 +61,6 @@ class HistoryItem(msgspec.Struct, frozen=True):
     commit: TransactionCommitted
     entry: str
     after: KeyPoint | None
-
-
-class Change(msgspec.Struct, frozen=True):
-    name: str
-    section: str
-    text: str
-    helpful: int
-    harmful: int
-    before_section: str | None = None
-    before_text: str | None = None
-    before_helpful: int | None = None
-    before_harmful: int | None = None
-
-
-class Diff(msgspec.Struct, frozen=True):
-    """How the playbook at `b` differs from the one at `a`."""
-
-    added: list[Change]
-    removed: list[Change]
-    reworded: list[Change]
-    moved: list[Change]
-    counters: list[Change]
-    order: dict[str, list[str]]
-    version: tuple[str, str] | None = None
-
-    def is_empty(self) -> bool:
-        return not (self.added or self.removed or self.reworded or self.moved or self.counters or self.version)
-
-
-class RevertPlan(msgspec.Struct, frozen=True):
-    """What reverting `transactions` appends (`events`), and the entries left alone because of later changes."""
-
-    transactions: list[str]
-    events: list[Event]
-    conflicts: dict[str, list[str]]
-    target: PlaybookState
-    base: PlaybookState
-    """The state the plan was made against (the log's end then): append against it, not a later one."""
 
 
 # --- the commit index ---------------------------------------------------------------------------
@@ -201,9 +156,10 @@ class Timeline:
             raise TimelineError(f"{text!r} is ambiguous: it begins {len(sessions)} sessions ({', '.join(sessions[:5])})")
         return [i for i, r in enumerate(self.refs) if sessions and r.commit.session == sessions[0]]
 
-    def resolve(self, when: str, before: bool = False, now: datetime | None = None) -> Position:
-        """The log position a WHEN names: an ISO time, `2h` / `3d` ago, a seq number, a transaction
-        id or a session id; for a transaction or session, the point just after it (or `before` it)."""
+    def resolve(self, when: str, before: bool = False) -> Position:
+        """The log position `when` names: a seq number, a transaction id or a session id (for those, the
+        point just after it, or `before` it), or an ISO time. The command line's WHEN (`2h` ago, a trailing
+        `^`) is `playbook.when`'s."""
         text = when.strip()
         # isdecimal, not isdigit: int() rejects "³", which isdigit accepts.
         if text.isdecimal() and len(text) < 16:  # a seq needs no index: the fold stops at it
@@ -213,10 +169,15 @@ class Timeline:
         if matching:
             index = matching[0] if before else matching[-1]
             return refs[index].start if before else refs[index].end
-        moment = _moment(text, now)
-        if moment is None:
-            raise TimelineError(f"{when!r} is neither a time, a duration ago, a seq, a transaction nor a session")
-        chosen = [r for r in refs if _parse_time(r.commit.at) <= moment]
+        try:
+            moment = parse_time(text)
+        except ValueError:
+            raise TimelineError(f"{when!r} is neither a time, a seq, a transaction nor a session") from None
+        return self.position_at(moment)
+
+    def position_at(self, moment: datetime) -> Position:
+        """The point just after the last transaction committed at or before `moment`."""
+        chosen = [r for r in self.refs if parse_time(r.commit.at) <= moment]
         return chosen[-1].end if chosen else Position()
 
 
@@ -354,39 +315,10 @@ class Timeline:
     # --- revert --------------------------------------------------------------------------------
 
     def plan_revert(self, target: str, force: bool = False) -> RevertPlan:
-        """The compensating events that undo one transaction, or everything one session did.
+        """`projections.revert.plan_revert` on this timeline."""
+        from .revert import plan_revert
 
-        Raises RevertConflict when later transactions touched the same entries, unless
-        `force`, which leaves those entries as they are now and reverts the rest.
-        """
-        refs = self.refs
-        chosen = self.match(target)
-        if not chosen:
-            raise TimelineError(f"no transaction or session {target!r} in the log")
-        reverted = {refs[i].commit.tx for i in chosen}
-        first = chosen[0]
-        state = self.state_at(refs[first].start)
-        touched: set[str] = set()
-        later: dict[str, list[str]] = {}
-        for ref in refs[first:]:
-            transaction = read_transaction(self.path, ref)
-            names = {n for e in transaction.events if isinstance(e, Event) for n in touched_names(e)}
-            if ref.commit.tx in reverted:
-                touched |= names
-            else:
-                apply_transaction(state, transaction.events, transaction.commit.seq, transaction.commit.at)
-                for n in names:
-                    later.setdefault(n, []).append(ref.commit.tx)
-        conflicts = {n: txs for n, txs in later.items() if n in touched}
-        if conflicts and not force:
-            raise RevertConflict(conflicts)
-        current = self.state_at(refs[-1].end)  # the end of the log this plan read, not a later one
-        without = state  # the log as if the reverted transactions had never been
-        for name in conflicts:
-            _keep_as_now(without, current, name)
-        events = decide(current, ReplaceContent(target=playbook_dict(without), origin="revert", base=current))
-        return RevertPlan(transactions=sorted(reverted), events=events, conflicts=conflicts, target=without,
-                          base=current)
+        return plan_revert(self, target, force)
 
 
 def _transaction_around(handle: IO[bytes], offset: int) -> Transaction | None:
@@ -413,17 +345,6 @@ def _transaction_around(handle: IO[bytes], offset: int) -> Transaction | None:
                        end=Position(begin + len(data), commit.seq, "", 0))
 
 
-def _keep_as_now(target: PlaybookState, current: PlaybookState, name: str) -> None:
-    section = target.where.pop(name, None)
-    if section is not None:
-        target.sections[section].pop(name)
-    now = current.get(name)
-    if now is not None:
-        where = current.where[name]
-        target.sections[where][name] = KeyPoint(now.name, now.text, now.helpful, now.harmful)
-        target.where[name] = where
-
-
 def _entry_after(kp: KeyPoint | None, event: Event, name: str) -> KeyPoint | None:
     match event:
         case ev.KeyPointAdded(text=text, helpful=h, harmful=hh) | ev.KeyPointImported(text=text, helpful=h, harmful=hh):
@@ -439,83 +360,9 @@ def _entry_after(kp: KeyPoint | None, event: Event, name: str) -> KeyPoint | Non
     return kp
 
 
-# --- diff ----------------------------------------------------------------------------------------
 
 
-def diff(a: PlaybookState, b: PlaybookState) -> Diff:
-    """Entries added, removed, re-worded, moved and re-counted from `a` to `b`, and `b`'s order."""
-    added, removed, reworded, moved, counters = [], [], [], [], []
-    for section, kp in b.entries():
-        old = a.get(kp.name)
-        change = Change(kp.name, section, kp.text, kp.helpful, kp.harmful)
-        if old is None:
-            added.append(change)
-            continue
-        old_section = a.where[kp.name]
-        before = msgspec.structs.replace(change, before_section=old_section, before_text=old.text,
-                                         before_helpful=old.helpful, before_harmful=old.harmful)
-        if old.text != kp.text:
-            reworded.append(before)
-        if old_section != section:
-            moved.append(before)
-        if (old.helpful, old.harmful) != (kp.helpful, kp.harmful):
-            counters.append(before)
-    for section, kp in a.entries():
-        if b.get(kp.name) is None:
-            removed.append(Change(kp.name, section, kp.text, kp.helpful, kp.harmful))
-    version = (a.version, b.version) if a.version != b.version else None
-    unordered = Diff(added, removed, reworded, moved, counters, {}, version)
-    # Order is recorded only where applying the changes alone would not give b's order.
-    naive = apply_diff(a, unordered)
-    order = {s: list(b.sections[s]) for s in SECTION_SLUGS if list(naive.sections[s]) != list(b.sections[s])}
-    return msgspec.structs.replace(unordered, order=order)
-
-
-def apply_diff(state: PlaybookState, change: Diff) -> PlaybookState:
-    """`state` with `change` applied: `apply_diff(a, diff(a, b))` has `b`'s content.
-
-    An entry changed in place keeps its position; an added or moved one goes to the end
-    of its section; `order` then gives any section its recorded order."""
-    result = state.copy()
-    for item in change.removed:
-        section = result.where.pop(item.name, None)
-        if section is not None:
-            result.sections[section].pop(item.name)
-    for item in [*change.added, *change.reworded, *change.moved, *change.counters]:
-        kp = KeyPoint(item.name, item.text, item.helpful, item.harmful)
-        section = result.where.get(item.name)
-        if section == item.section:
-            result.sections[section][item.name] = kp  # in place: same position
-            continue
-        if section is not None:
-            result.sections[section].pop(item.name)
-        result.sections[item.section][item.name] = kp
-        result.where[item.name] = item.section
-    for section, names in change.order.items():
-        entries = result.sections[section]
-        result.sections[section] = {n: entries[n] for n in names if n in entries} | entries
-    if change.version is not None:
-        result.version = change.version[1]
-    return result
-
-
-# --- time ----------------------------------------------------------------------------------------
-
-
-def _parse_time(text: str) -> datetime:
+def parse_time(text: str) -> datetime:
+    """An ISO time; one without a zone is UTC. Raises ValueError."""
     moment = datetime.fromisoformat(text)
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
-
-
-def _moment(text: str, now: datetime | None) -> datetime | None:
-    now = now or datetime.now(timezone.utc)
-    if match := _RELATIVE.match(text):
-        try:
-            return now - timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
-        except OverflowError:  # beyond timedelta (999999999 days) or before datetime.min
-            raise TimelineError(f"{text!r} is too long ago: it reaches before the year 1") from None
-    try:
-        return _parse_time(text)
-    except ValueError:
-        return None
-

@@ -19,7 +19,9 @@ from eventlog.store import LogReader
 from projections import checkpoints
 from projections.repository import PlaybookRepository
 from projections.snapshot import playbook_dict
-from projections.timeline import RevertConflict, Timeline, TimelineError, apply_diff, diff
+from projections.diff import apply_diff, diff
+from projections.revert import RevertConflict
+from projections.timeline import Timeline, TimelineError
 from projections.verify import verify
 
 SECTIONS = list(SECTION_SLUGS)

@@ -1,0 +1,9 @@
+"""Errors of the application layer."""
+
+from __future__ import annotations
+
+from eventlog.errors import PlaybookError
+
+
+class UsageError(PlaybookError):
+    """A command-line value that names nothing (an unknown event type, a negative count)."""
