@@ -40,7 +40,6 @@ from eventlog.evolve import fold
 from eventlog.store import FILE_MODE
 from projections.repository import PlaybookRepository
 
-from .api import to_playbook_dict
 from .lean import curation_commands, current_plan, lean_settings, sweep_stale
 from .project import repository
 from .transcript import TranscriptError, cited_ids, read_transcript
@@ -199,7 +198,7 @@ def run_cycle(repo: PlaybookRepository, pending: PendingLearning) -> Outcome:
 async def _ask_models(messages: list, state: PlaybookState, cited: list[str], config) -> tuple[dict, object, dict]:
     from .models import curate, reflect
 
-    reflection = await reflect(messages, to_playbook_dict(state), cited, config, as_given=True)
+    reflection = await reflect(messages, state, cited, config, as_given=True)
     # Tags (and the list of them) that are not what they should be go to Evaluate as they are, which
     # records each as skipped (not_an_object, not_a_list); filtered out here, they vanished unseen.
     tags = reflection["bullet_tags"]
@@ -210,5 +209,5 @@ async def _ask_models(messages: list, state: PlaybookState, cited: list[str], co
     ] if isinstance(tags, list) else tags
     # The curator sees the counters after this session's tags.
     tagged = fold(decide(state, Evaluate(evaluations)), state)
-    curation = await curate(reflection, to_playbook_dict(tagged), config, as_given=True)
+    curation = await curate(reflection, tagged, config, as_given=True)
     return reflection, evaluations, curation

@@ -18,11 +18,12 @@ from typing import Any
 import anthropic
 import msgspec
 
+from eventlog.decide import content_state
+from eventlog.domain import PlaybookState
 from eventlog.errors import PlaybookError
 from eventlog.events import encodable_json
-from projections.render import load_template
+from projections.render import format_state, load_template
 
-from .api import format_playbook
 from .replies import build_playbook_dict, extract_json, parse_curator_reply, parse_extraction_reply
 
 MAX_RETRIES = 3
@@ -157,11 +158,16 @@ def render_messages(messages: Sequence[Any]) -> str:
     return text if len(text) <= MAX_TRANSCRIPT_CHARS else "[earlier turns omitted]\n" + text[-MAX_TRANSCRIPT_CHARS:]
 
 
-def _playbook_text(playbook: dict) -> str:
-    return format_playbook(playbook) or "(the playbook is empty)"
+Playbook = PlaybookState | Mapping[str, Any]
+"""The learner hands its state; the spec's functions hand a playbook dict (read with the legacy rules)."""
 
 
-async def reflect(messages: Sequence[Any], playbook: dict, cited_ids: Sequence[str], config: ModelConfig,
+def _playbook_text(playbook: Playbook) -> str:
+    state = playbook if isinstance(playbook, PlaybookState) else content_state(playbook)[0]
+    return format_state(state) or "(the playbook is empty)"
+
+
+async def reflect(messages: Sequence[Any], playbook: Playbook, cited_ids: Sequence[str], config: ModelConfig,
                   as_given: bool = False) -> dict:
     """The reflector's analysis and tags. Raises ModelError when the reply holds no JSON object.
 
@@ -181,7 +187,7 @@ async def reflect(messages: Sequence[Any], playbook: dict, cited_ids: Sequence[s
             "bullet_tags": tags if isinstance(tags, list) or as_given else []}
 
 
-async def curate(reflector_output: dict, playbook: dict, config: ModelConfig, as_given: bool = False) -> dict:
+async def curate(reflector_output: dict, playbook: Playbook, config: ModelConfig, as_given: bool = False) -> dict:
     """The curator's reasoning and operations. Raises ModelError when the reply holds no JSON object.
 
     With `as_given`, `operations` is what the reply holds, whatever its type: the learner hands it
