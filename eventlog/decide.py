@@ -8,7 +8,7 @@ that is not applied becomes an `OperationSkipped` event saying why.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Union
+from typing import Any, Final, Union
 
 import msgspec
 
@@ -47,6 +47,7 @@ from .events import (
 from .collapse import HoldCuration
 from .evolve import apply, fold
 from .legacy import NormalizedPlaybook, normalize_playbook, to_jsonable
+from .values import Origin, SkipKind, SkipReasonName
 
 MAX_OPERATIONS = 10
 RATINGS = ("helpful", "harmful", "neutral")
@@ -55,19 +56,19 @@ RATINGS = ("helpful", "harmful", "neutral")
 class SkipReason:
     """Why a request was not applied (the `reason` of OperationSkipped)."""
 
-    NOT_A_LIST = "not_a_list"
-    NOT_AN_OBJECT = "not_an_object"
-    UNKNOWN_TYPE = "unknown_type"
-    EMPTY_TEXT = "empty_text"
-    INVALID_TEXT = "invalid_text"
-    DUPLICATE_TEXT = "duplicate_text"
-    UNCHANGED_TEXT = "unchanged_text"
-    EMPTY_TARGET_ID = "empty_target_id"
-    UNKNOWN_ID = "unknown_id"
-    TOO_FEW_SOURCES = "too_few_sources"
-    EMPTY_MERGED_TEXT = "empty_merged_text"
-    TRUNCATED = "truncated"
-    UNKNOWN_RATING = "unknown_rating"
+    NOT_A_LIST: Final = "not_a_list"
+    NOT_AN_OBJECT: Final = "not_an_object"
+    UNKNOWN_TYPE: Final = "unknown_type"
+    EMPTY_TEXT: Final = "empty_text"
+    INVALID_TEXT: Final = "invalid_text"
+    DUPLICATE_TEXT: Final = "duplicate_text"
+    UNCHANGED_TEXT: Final = "unchanged_text"
+    EMPTY_TARGET_ID: Final = "empty_target_id"
+    UNKNOWN_ID: Final = "unknown_id"
+    TOO_FEW_SOURCES: Final = "too_few_sources"
+    EMPTY_MERGED_TEXT: Final = "empty_merged_text"
+    TRUNCATED: Final = "truncated"
+    UNKNOWN_RATING: Final = "unknown_rating"
 
 
 # --- commands -----------------------------------------------------------------------------------
@@ -123,7 +124,7 @@ class ReplaceContent(msgspec.Struct, frozen=True):
     """
 
     target: Any
-    origin: str
+    origin: Origin
     base: PlaybookState | None = None
 
 
@@ -193,7 +194,8 @@ class _Decision:
         apply(self.state, event)
         self.events.append(event)
 
-    def skip(self, kind: str, reason: str, detail: str, index: int | None = None, item: Any = None) -> None:
+    def skip(self, kind: SkipKind, reason: SkipReasonName, detail: str, index: int | None = None,
+             item: Any = None) -> None:
         self.emit(OperationSkipped(kind=kind, reason=reason, detail=detail, index=index, operation=to_jsonable(item)))
 
 
@@ -213,7 +215,7 @@ def decide_all(state: PlaybookState, commands: Sequence[Command]) -> list[Event]
 # --- operations ----------------------------------------------------------------------------------
 
 
-def _text(value: Any) -> tuple[str | None, str | None, int | None]:
+def _text(value: Any) -> tuple[str | None, SkipReasonName | None, int | None]:
     """(text cut to MAX_TEXT_LENGTH, reason it is unusable, its length as given when it was cut)."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None, SkipReason.EMPTY_TEXT, None
@@ -224,7 +226,7 @@ def _text(value: Any) -> tuple[str | None, str | None, int | None]:
     return value, None, None
 
 
-def _add(d: _Decision, kind: str, index: int, item: Any, text: Any, section_name: Any, origin: str) -> None:
+def _add(d: _Decision, kind: SkipKind, index: int, item: Any, text: Any, section_name: Any, origin: Origin) -> None:
     value, problem, cut_from = _text(text)
     if value is None:
         d.skip(kind, problem or SkipReason.EMPTY_TEXT, "ADD without text", index, item)
@@ -241,7 +243,7 @@ def _add(d: _Decision, kind: str, index: int, item: Any, text: Any, section_name
     )
 
 
-def _target(d: _Decision, kind: str, index: int, op: dict, verb: str) -> str | None:
+def _target(d: _Decision, kind: SkipKind, index: int, op: dict[str, Any], verb: str) -> str | None:
     target = op.get("target_id")
     if not isinstance(target, str) or not target.strip():
         d.skip(kind, SkipReason.EMPTY_TARGET_ID, f"{verb} without target_id", index, op)
@@ -253,7 +255,7 @@ def _target(d: _Decision, kind: str, index: int, op: dict, verb: str) -> str | N
 
 
 def _operation(d: _Decision, index: int, op: Any) -> None:
-    kind = "operation"
+    kind: SkipKind = "operation"
     if not isinstance(op, dict):
         d.skip(kind, SkipReason.NOT_AN_OBJECT, f"operation of type {type(op).__name__}", index, op)
         return
@@ -291,8 +293,8 @@ def _operation(d: _Decision, index: int, op: Any) -> None:
         d.skip(kind, SkipReason.UNKNOWN_TYPE, f"unknown operation type {shown!r}", index, op)
 
 
-def _merge(d: _Decision, index: int, op: dict) -> None:
-    kind = "operation"
+def _merge(d: _Decision, index: int, op: dict[str, Any]) -> None:
+    kind: SkipKind = "operation"
     source_ids = op.get("source_ids")
     text, problem, cut_from = _text(op.get("merged_text"))
     if not isinstance(source_ids, list) or len(source_ids) < 2:
@@ -375,7 +377,7 @@ def _evaluate(d: _Decision, command: Evaluate) -> None:
             continue
         name, rating = item.get("name"), item.get("rating")
         kp = d.state.get(name) if isinstance(name, str) else None
-        if kp is None:
+        if kp is None or not isinstance(name, str):
             d.skip("evaluation", SkipReason.UNKNOWN_ID, f"evaluation of unknown id {name!r}", index, item)
         elif rating not in RATINGS:
             d.skip("evaluation", SkipReason.UNKNOWN_RATING, f"unknown rating {rating!r} for {name}", index, item)

@@ -130,7 +130,7 @@ def resolve_section_detail(section_name: Any) -> tuple[str, bool]:
     return OTHERS, True
 
 
-def generate_keypoint_name(section_entries: list[dict], slug: str) -> str:
+def generate_keypoint_name(section_entries: list[dict[str, Any]], slug: str) -> str:
     """Next `{slug}-NNN` after the highest one among `section_entries`; other names are ignored."""
     pattern = re.compile(rf"^{re.escape(slug)}-(\d+)$")
     highest = 0

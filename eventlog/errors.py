@@ -18,7 +18,18 @@ class CorruptLogError(PlaybookError):
 
 
 class StorageError(PlaybookError):
-    """The playbook's files could not be written (permissions, disk full, ...)."""
+    """The playbook's files could not be written (permissions, disk full, ...): what was being done
+    (`action`), to which file (`path`), and what the system said (`cause`)."""
+
+    def __init__(self, message: str, *, action: str = "", path: Path | str | None = None, cause: str = "") -> None:
+        self.action, self.path, self.cause = action, path, cause
+        super().__init__(message)
+
+    @classmethod
+    def failed(cls, action: str, path: Path | str, exc: OSError) -> StorageError:
+        """`cannot {action} {path}: {why}` for an OSError, with each part kept as a field."""
+        cause = str(exc.strerror or exc)
+        return cls(f"cannot {action} {path}: {cause}", action=action, path=path, cause=cause)
 
 
 class PositionMismatch(StorageError):
@@ -26,5 +37,6 @@ class PositionMismatch(StorageError):
     the lock, or a caller's stale position. Nothing was written."""
 
     def __init__(self, log: Path | str, expected: int, found: int) -> None:
-        self.log, self.expected, self.found = log, expected, found
-        super().__init__(f"{log}: expected the log to end at {expected}, it ends at {found}; nothing was written")
+        self.expected, self.found = expected, found
+        super().__init__(f"{log}: expected the log to end at {expected}, it ends at {found}; nothing was written",
+                         action="append to", path=log, cause="the log moved")

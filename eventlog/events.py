@@ -279,7 +279,7 @@ def record_view(record_type: type[Record], fields: tuple[str, ...]) -> type[msgs
     Decoding skips the other fields instead of building them, which is what makes the
     fold fast; types and defaults are the record's own.
     """
-    kept = []
+    kept: list[tuple[Any, ...]] = []
     for field in msgspec.structs.fields(record_type):
         if field.name not in fields:
             continue

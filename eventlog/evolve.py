@@ -37,7 +37,7 @@ _READS: dict[type, tuple[str, ...]] = {
     **{entry.cls: entry.reads for entry in REGISTRY}, TransactionCommitted: COMMIT_READS,
 }
 _VIEW_OF: dict[type, type] = {kind: record_view(kind, fields) for kind, fields in _READS.items()}
-FOLD_VIEWS: Any = Union[tuple(_VIEW_OF.values())]  # type: ignore[valid-type]
+FOLD_VIEWS: Any = Union[tuple(_VIEW_OF.values())]
 """Every record type as the fold reads it: decode with `msgspec.json.Decoder(FOLD_VIEWS)`."""
 
 _HANDLERS: dict[type, Handler] = {
@@ -48,7 +48,7 @@ CommitView = _VIEW_OF[TransactionCommitted]
 """The fold's view of a `TransactionCommitted` line."""
 
 
-def apply_records(state: PlaybookState, records: list) -> None:
+def apply_records(state: PlaybookState, records: list[Any]) -> None:
     """Apply whole committed transactions, given as their records in log order, in place.
 
     Each transaction is its events followed by its commit record; events and commits may
@@ -81,7 +81,7 @@ def apply_records(state: PlaybookState, records: list) -> None:
                 changed = True
 
 
-def apply_transaction(state: PlaybookState, events: list, seq: int, at: str) -> None:
+def apply_transaction(state: PlaybookState, events: list[Any], seq: int, at: str) -> None:
     """Apply one committed transaction's events (all stamped `at`) in place; same result as `apply` on each."""
     apply_records(state, [*events, CommitView(seq=seq, at=at)])
 

@@ -21,8 +21,8 @@ def _note_name(state: PlaybookState, name: str) -> None:
         number = int(digits)
         if number > high_water[slug]:
             high_water[slug] = number
-    elif (number := legacy_number(name)) is not None and number > high_water.get("kpt", 0):
-        high_water["kpt"] = number
+    elif (legacy := legacy_number(name)) is not None and legacy > high_water.get("kpt", 0):
+        high_water["kpt"] = legacy
 
 
 def _insert(state: PlaybookState, section: str, kp: KeyPoint) -> None:

@@ -8,9 +8,11 @@ by `save_playbook`, so a dict is read the same way whichever door it comes in by
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeGuard
 
 import msgspec
+
+from .values import FileFormat, SkipReasonName, SourceFormat
 
 from .domain import DEFAULT_VERSION, MAX_COUNTER, OTHERS, resolve_section_detail
 
@@ -21,7 +23,7 @@ class NormalizedEntry(msgspec.Struct, frozen=True, kw_only=True):
     text: str
     helpful: int
     harmful: int
-    source_format: str
+    source_format: SourceFormat
     original_name: str | None = None
     original_section: str | None = None
     score: float | None = None
@@ -30,15 +32,13 @@ class NormalizedEntry(msgspec.Struct, frozen=True, kw_only=True):
 class Rejected(msgspec.Struct, frozen=True, kw_only=True):
     """An item of the file that could not become an entry, with why and what it was."""
 
-    reason: str
+    reason: SkipReasonName
     detail: str
     item: Any = None
 
 
 class NormalizedPlaybook(msgspec.Struct, frozen=True, kw_only=True):
-    """file_format: sections | flat | dual_key | empty | unrecognized."""
-
-    file_format: str
+    file_format: FileFormat
     version: str
     last_updated: str | None
     entries: list[NormalizedEntry]
@@ -88,7 +88,7 @@ def _magnitude(value: int | float) -> str:
     return repr(value)
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | float]:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
     return isinstance(value, int) or math.isfinite(value)  # isfinite overflows on a huge int
@@ -100,7 +100,7 @@ class _Draft(msgspec.Struct, kw_only=True):
     text: str
     helpful: int
     harmful: int
-    source_format: str
+    source_format: SourceFormat
     original_name: str | None
     original_section: str | None
     score: float | None
@@ -120,12 +120,13 @@ def _draft(item: Any, section: str, original_section: str | None, rejected: list
         return None
     text = item.get("text")
     if not isinstance(text, str) or not text.strip():
-        reason = "empty_text" if text is None or isinstance(text, str) else "invalid_text"
+        reason: SkipReasonName = "empty_text" if text is None or isinstance(text, str) else "invalid_text"
         rejected.append(Rejected(reason=reason, detail="entry without usable text", item=to_jsonable(item)))
         return None
     raw_name = item.get("name")
     name = raw_name if isinstance(raw_name, str) and raw_name.strip() else None
     score = item.get("score")
+    source_format: SourceFormat
     if "helpful" in item or "harmful" in item:
         helpful, harmful, source_format = _count(item.get("helpful")), _count(item.get("harmful")), "dict_with_counters"
         # The entry is imported; a counter that is not a count (a string, negative, NaN) is recorded as
@@ -171,6 +172,7 @@ def normalize_playbook(data: Any) -> NormalizedPlaybook:
     key_points = data.get("key_points")
     drafts: list[_Draft] = []
     ignored = 0
+    file_format: FileFormat
     if isinstance(sections, dict):
         file_format = "dual_key" if "key_points" in data else "sections"
         ignored = len(key_points) if isinstance(key_points, list) else int("key_points" in data)

@@ -93,8 +93,8 @@ FAMILIES: dict[str, frozenset[str]] = {
     for family in dict.fromkeys(entry.family for entry in REGISTRY if entry.family)
 }
 
-AnyEvent: Any = Union[EVENT_TYPES]  # type: ignore[valid-type]
-AnyRecord: Any = Union[(*EVENT_TYPES, ev.TransactionCommitted)]  # type: ignore[valid-type]
+AnyEvent: Any = Union[EVENT_TYPES]
+AnyRecord: Any = Union[(*EVENT_TYPES, ev.TransactionCommitted)]
 record_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(AnyRecord)
 """Decodes any line this version knows, as the full record."""
 unknown_decoder = msgspec.json.Decoder(ev.UnknownRecord)

@@ -110,7 +110,7 @@ class WholeLines:
     is the length of the bytes after the last newline.
     """
 
-    def __init__(self, handle, chunk_size: int | None = None) -> None:
+    def __init__(self, handle: Any, chunk_size: int | None = None) -> None:  # a binary file with readinto
         self.handle = handle
         self.chunk_size = chunk_size or CHUNK_SIZE
         self.leftover = 0
@@ -227,7 +227,7 @@ class LogReader:
                 else:
                     return False
 
-    def _fast(self, handle: IO[bytes], decoder: Any, commit_type: type, until: int | None
+    def _fast(self, handle: IO[bytes], decoder: Any, commit_type: type[Any], until: int | None
               ) -> Iterator[tuple[list[Any], bytearray, int]]:
         """Checked runs of whole transactions: (their records, the buffer holding their last lines, its offset).
 
@@ -262,7 +262,7 @@ class LogReader:
                 if at or (size and buffer.startswith(COMMIT)):
                     end = buffer.index(b"\n", at) + 1
                     index = len(records) - 1 - buffer.count(b"\n", end, size)
-                    commit = records[index] if index >= 0 else None
+                    commit: Any = records[index] if index >= 0 else None
                     h = h_at(buffer, end)
                     if (h is None or type(commit) is not commit_type or commit.seq != self.position.seq + index + 1
                             or h != extend(chunk[: end - TAIL], running)):
@@ -298,7 +298,9 @@ class LogReader:
             end = buffer.index(b"\n", at) + 1
             search = end
             line += len(events) + 1
-            running = extend(buffer[end - TAIL : end], h_at(buffer, end))
+            h = h_at(buffer, end)
+            assert h is not None  # `_fast` checked the run up to its last commit line
+            running = extend(buffer[end - TAIL : end], h)
             finish = Position(offset + end, record.seq, text(running), line)
             self.position = finish
             yield Transaction(events, record, begin, finish)
@@ -447,11 +449,11 @@ class JsonlEventStore:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise StorageError(f"cannot create directory {self.path.parent}: {exc.strerror or exc}") from exc
+            raise StorageError.failed("create directory", self.path.parent, exc) from exc
         try:
             fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, FILE_MODE)
         except OSError as exc:
-            raise StorageError(f"cannot lock {self.lock_path}: {exc.strerror or exc}") from exc
+            raise StorageError.failed("lock", self.lock_path, exc) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -490,7 +492,7 @@ class JsonlEventStore:
             finally:
                 os.close(fd)
         except OSError as exc:
-            raise StorageError(f"cannot repair the torn tail of {self.path}: {exc.strerror or exc}") from exc
+            raise StorageError.failed("repair the torn tail of", self.path, exc) from exc
         return TailRepaired(offset=torn.offset, bytes_cut=len(cut), kept_at=kept.name)
 
     def write(self, position: Position, events: list[Event], cause: Cause) -> Written:
@@ -526,7 +528,7 @@ class JsonlEventStore:
             if created:
                 _fsync_dir(self.path.parent)
         except OSError as exc:
-            raise StorageError(f"cannot append to {self.path}: {exc.strerror or exc}") from exc
+            raise StorageError.failed("append to", self.path, exc) from exc
         fault("after-fsync")
         end = Position(offset=position.offset + len(payload), seq=seq, hash=text(running),
                        line=position.line + len(lines))
@@ -596,5 +598,6 @@ class InMemoryEventStore:
         seq += 1
         commit = encoded(_commit_record(seq, tx, at, len(stamped), cause), 0)[0]
         end = Position(offset=seq, seq=seq, hash="", line=seq)
-        self.transactions.append(Transaction(events=stamped, commit=commit, start=position, end=end))
+        self.transactions.append(Transaction(events=list[Event | UnknownRecord](stamped), commit=commit,
+                                             start=position, end=end))
         return Written(events=stamped, commit=commit, position=end)

@@ -69,7 +69,7 @@ def _detached(command: Command) -> Command:
     """
     try:
         return copy.deepcopy(command)
-    except Exception:  # something that cannot be copied: it is replayed as it is
+    except (TypeError, ValueError, AttributeError, RecursionError, copy.Error):  # cannot be copied: replayed as it is
         return command
 
 
@@ -189,7 +189,7 @@ def save_playbook(playbook: dict) -> None:
     playbook.pop("key_points", None)
     base = _origin(playbook)
     pending: list[Command] = list(getattr(playbook, "pending", []) or []) if base is not None else []
-    if pending:
+    if pending and base is not None:
         # What the facade calls produced from the loaded state; anything beyond it was edited by hand.
         base = fold(decide_all(base, pending), base)
     committed = repository().append(

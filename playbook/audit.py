@@ -62,7 +62,8 @@ def event_types(values: list[str] | None) -> frozenset[str] | None:
             found = _LOOKUP.get(_squash(name))
             if found is None:
                 known = ", ".join(sorted({*SHORT_NAMES.values(), *FAMILIES}))
-                raise UsageError(f"unknown event type {name.strip()!r} (known: {known}, or a tag like KeyPointDeleted)")
+                raise UsageError(f"unknown event type {name.strip()!r} (known: {known}, or a tag like KeyPointDeleted)",
+                                 value=name.strip())
             tags |= found
     return frozenset(tags)
 
@@ -112,7 +113,7 @@ def select(timeline: Timeline, *, n: int | None = 20, session: str | None = None
            types: frozenset[str] | None = None, since: str | None = None, until: str | None = None) -> list[Selected]:
     """Transactions newest first that match every filter given, at most `n` (None: all)."""
     if n is not None and n < 0:
-        raise UsageError("-n must be 0 or more")
+        raise UsageError("-n must be 0 or more", value=str(n))
     # Positions compare by seq: a seq WHEN resolves to a seq alone (no byte offset).
     low = resolve(timeline, since, before=True).seq if since else None
     high = resolve(timeline, until).seq if until else None
@@ -255,7 +256,7 @@ def stats(repo: PlaybookRepository, top: int = 5) -> Stats:
     learning = {"requested": 0, "completed": 0, "failed": 0, "skipped": 0}
     per_day: dict[str, dict[str, int]] = {}
     outcome = {LearningCompleted: "completed", LearningFailed: "failed", LearningSkipped: "skipped"}
-    for transaction in LogReader(repo.store.path):
+    for transaction in LogReader(repo.log_path):
         apply_transaction(state, transaction.events, transaction.commit.seq, transaction.commit.at)
         transactions += 1
         sources[transaction.commit.source] = sources.get(transaction.commit.source, 0) + 1

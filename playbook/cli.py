@@ -97,7 +97,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if when is None and args.before:
         from .audit import UsageError
 
-        raise UsageError("--before goes with --at WHEN")
+        raise UsageError("--before goes with --at WHEN", value="--before")
     if when is None:
         repo = repository(_project(args))
         state, taken_in = repo.take_in()  # a legacy or hand-edited playbook.json first, as the hooks do

@@ -52,7 +52,8 @@ def read_payload(stream: Any) -> dict:
     try:
         payload = json.loads(raw)
     except ValueError as exc:
-        raise HookInputError(f"hook input is not JSON ({exc.msg} at position {exc.pos})") from None
+        detail = f"{exc.msg} at position {exc.pos}" if isinstance(exc, json.JSONDecodeError) else str(exc)
+        raise HookInputError(f"hook input is not JSON ({detail})") from None
     except RecursionError:
         # `[[[[...` (100k deep) is JSON the standard library gives up on: say so, not "hook failed".
         raise HookInputError("hook input is nested too deeply to be a hook's JSON") from None

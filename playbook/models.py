@@ -235,7 +235,7 @@ async def run_curator(reflector_output: dict, playbook: dict) -> dict:
 
 async def extract_keypoints(messages: Sequence[Any], playbook: dict) -> dict:
     """The single-call path (REQ-CUR-001): evaluations plus operations or new_key_points."""
-    empty = {"new_key_points": [], "evaluations": []}
+    empty: dict[str, list[Any]] = {"new_key_points": [], "evaluations": []}
     try:
         config = model_config()
         if config is None:

@@ -203,6 +203,7 @@ def build(data: str, root: str) -> None:
         if uv:
             _run([uv, "venv", "--quiet", "--python", python or ">=3.11", venv], "creating the environment with uv")
         else:
+            assert python is not None  # without uv, find_python found one (checked above)
             _run([python, "-m", "venv", *(["--without-pip"] if pip else []), venv], "creating the environment")
     packages = dependencies(root)
     what = "installing " + ", ".join(packages)

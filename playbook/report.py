@@ -292,7 +292,7 @@ def diff_lines(change: Diff, a: PointState, b: PointState, a_label: str, b_label
         heading("counters", len(change.counters))
         for c in change.counters:
             lines.append(style.paint("  # ", "yellow") + f"{clean(c.name)}  "
-                         f"{counters(c.before_helpful, c.before_harmful)} -> {counters(c.helpful, c.harmful)}")
+                         f"{counters(c.before_helpful or 0, c.before_harmful or 0)} -> {counters(c.helpful, c.harmful)}")
     reordered = _reordered(a.state, b.state, change)
     if reordered:
         heading("order", len(reordered))

@@ -30,7 +30,7 @@ def resolve(timeline: Timeline, when: str, before: bool = False) -> Position:
     if text.endswith("^"):
         text, before = text[:-1].strip(), True
     if not text:
-        raise UsageError(f"{when!r} names no point in the log")
+        raise UsageError(f"{when!r} names no point in the log", value=when)
     check_prefix(timeline, text)
     if text.isdecimal() and len(text) < 16:  # what Timeline.resolve reads as a seq number
         refs = timeline.refs
@@ -42,7 +42,7 @@ def resolve(timeline: Timeline, when: str, before: bool = False) -> Position:
             if matching:
                 index = matching[0] if before else matching[-1]
                 return refs[index].start if before else refs[index].end
-            raise TimelineError(f"seq {text} is past the end of the log (the last seq is {last})")
+            raise TimelineError(f"seq {text} is past the end of the log (the last seq is {last})", named=text)
     return _point(timeline, text, when, before, None)
 
 
@@ -59,7 +59,8 @@ def check_prefix(timeline: Timeline, text: str, digits_are_seq: bool = True) -> 
                   f"{', '.join(txs[:3])} (give more characters to name a transaction)", file=sys.stderr)
         return
     if len(txs) > 1 and text not in txs:
-        raise TimelineError(f"{text!r} is ambiguous: it begins transactions {', '.join(txs[:5])}")
+        raise TimelineError(f"{text!r} is ambiguous: it begins transactions {', '.join(txs[:5])}", named=text,
+                            candidates=tuple(txs))
 
 
 def _point(timeline: Timeline, text: str, when: str, before: bool, now: datetime | None) -> Position:
@@ -68,7 +69,8 @@ def _point(timeline: Timeline, text: str, when: str, before: bool, now: datetime
         return timeline.resolve(text, before=before)
     moment = parse_moment(text, now)
     if moment is None:
-        raise TimelineError(f"{when!r} is neither a time, a duration ago, a seq, a transaction nor a session")
+        raise TimelineError(f"{when!r} is neither a time, a duration ago, a seq, a transaction nor a session",
+                            named=when)
     return timeline.position_at(moment)
 
 
@@ -79,7 +81,7 @@ def parse_moment(text: str, now: datetime | None = None) -> datetime | None:
         try:
             return now - timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
         except OverflowError:  # beyond timedelta (999999999 days) or before datetime.min
-            raise TimelineError(f"{text!r} is too long ago: it reaches before the year 1") from None
+            raise TimelineError(f"{text!r} is too long ago: it reaches before the year 1", named=text) from None
     try:
         return parse_time(text)
     except ValueError:

@@ -57,17 +57,19 @@ class PlaybookRepository:
 
     def __init__(self, claude_dir: Path, store: EventStore | None = None) -> None:
         self.claude_dir = Path(claude_dir)
-        self.store: EventStore = store if store is not None else JsonlEventStore(self.claude_dir / LOG_NAME)
+        self.log_path = self.claude_dir / LOG_NAME
+        """The JSONL log's file, which the timeline and `verify` read by its bytes."""
+        self.store: EventStore = store if store is not None else JsonlEventStore(self.log_path)
         self.snapshot_path = self.claude_dir / SNAPSHOT_NAME
         self.injection_path = self.claude_dir / INJECTION_NAME
         self.recall_path = self.claude_dir / RECALL_NAME
         self._taken_in: list[Committed] = []
 
     @property
-    def taken_in(self) -> tuple[Committed, ...]:
-        """Every transaction this object appended for what it found outside the log, oldest first: for
-        observers. A caller learns what its own call took in from `take_in`."""
-        return tuple(self._taken_in)
+    def taken_in(self) -> list[Committed]:
+        """Every transaction this object appended for what it found outside the log, oldest first (a copy):
+        for observers. A caller learns what its own call took in from `take_in`."""
+        return list(self._taken_in)
 
     # --- reading (no lock, no writes) ---------------------------------------------------------
 
@@ -185,7 +187,7 @@ class PlaybookRepository:
             self._replace_if_changed(self.recall_path,
                                      recall_file(position.offset, mtime, stamp, state, planned.left_out, project))
         except OSError as exc:
-            raise StorageError(f"cannot write {self.snapshot_path}: {exc.strerror or exc}") from exc
+            raise StorageError.failed("write", self.snapshot_path, exc) from exc
 
     @staticmethod
     def _replace_if_changed(path: Path, data: bytes) -> None:
@@ -218,7 +220,8 @@ class PlaybookRepository:
             assert committed is not None
             return Housekept(committed.state, committed.position, (committed,))
         if not has_log:
-            if found is None or (found.snapshot is not None and found.snapshot.log.offset == 0):
+            if found is None or (found.snapshot is not None and found.snapshot.log is not None
+                                  and found.snapshot.log.offset == 0):
                 return Housekept(PlaybookState(), Position(), ())  # nothing yet, or our own empty projection
             data = msgspec.to_builtins(found.snapshot) if found.snapshot is not None else found.data
             kept = self._keep_original()
@@ -265,7 +268,7 @@ class PlaybookRepository:
         try:
             write_atomically(target, self.snapshot_path.read_bytes())
         except OSError as exc:
-            raise StorageError(f"cannot keep a copy of {self.snapshot_path}: {exc.strerror or exc}") from exc
+            raise StorageError.failed("keep a copy of", self.snapshot_path, exc) from exc
         return target.name
 
     def _set_aside(self, found: ReadSnapshot) -> str | None:
@@ -276,5 +279,5 @@ class PlaybookRepository:
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise StorageError(f"cannot move aside {self.snapshot_path}: {exc.strerror or exc}") from exc
+            raise StorageError.failed("move aside", self.snapshot_path, exc) from exc
         return target.name

@@ -48,7 +48,7 @@ def plan_revert(timeline: Timeline, target: str, force: bool = False) -> RevertP
     refs = timeline.refs
     chosen = timeline.match(target)
     if not chosen:
-        raise TimelineError(f"no transaction or session {target!r} in the log")
+        raise TimelineError(f"no transaction or session {target!r} in the log", named=target)
     reverted = {refs[i].commit.tx for i in chosen}
     first = chosen[0]
     state = timeline.state_at(refs[first].start)

@@ -75,7 +75,7 @@ def snapshot_of(state: PlaybookState, position: Position) -> SnapshotFile:
     return snapshot
 
 
-def playbook_dict(state: PlaybookState) -> dict:
+def playbook_dict(state: PlaybookState) -> dict[str, Any]:
     """The spec's dict shape for `state`: version, last_updated and all five sections, in order."""
     return {
         "version": state.version,
@@ -138,7 +138,7 @@ def read_snapshot(path: Path) -> ReadSnapshot | None:
 
 def claimed_position(data: object) -> Position | None:
     """The log position a playbook.json (parsed, perhaps edited by hand) says it reflects, if it says one."""
-    log = data.get("log") if isinstance(data, dict) else None
+    log: Any = data.get("log") if isinstance(data, dict) else None
     try:
         return Position(offset=int(log["offset"]), seq=int(log["seq"]), hash=str(log["hash"]), line=int(log["line"]))
     except (TypeError, KeyError, ValueError):

@@ -43,7 +43,12 @@ _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks
 
 
 class TimelineError(PlaybookError):
-    """A point in time, transaction, session or entry that the log does not have."""
+    """A point in time, transaction, session or entry that the log does not have: `named` is what was
+    asked for, `candidates` what it could mean when it is ambiguous."""
+
+    def __init__(self, message: str, *, named: str = "", candidates: tuple[str, ...] = ()) -> None:
+        self.named, self.candidates = named, candidates
+        super().__init__(message)
 
 
 class CommitRef(msgspec.Struct, frozen=True):
@@ -104,7 +109,7 @@ class Timeline:
 
     def __init__(self, repo: PlaybookRepository) -> None:
         self.repo = repo
-        self.path = repo.store.path
+        self.path = repo.log_path
         self.checkpoint_dir = repo.claude_dir / CHECKPOINT_DIR
         self._refs: list[CommitRef] | None = None
 
@@ -141,7 +146,8 @@ class Timeline:
         found = [i for i, r in enumerate(refs) if r.commit.tx.startswith(text)]
         if len(found) > 1:
             shown = ", ".join(refs[i].commit.tx for i in found[:5])
-            raise TimelineError(f"{text!r} is ambiguous: it begins {len(found)} transactions ({shown})")
+            raise TimelineError(f"{text!r} is ambiguous: it begins {len(found)} transactions ({shown})", named=text,
+                                candidates=tuple(refs[i].commit.tx for i in found))
         return found
 
     def match(self, text: str) -> list[int]:
@@ -153,7 +159,8 @@ class Timeline:
             return found
         sessions = sorted({r.commit.session for r in self.refs if r.commit.session and r.commit.session.startswith(text)})
         if len(sessions) > 1:
-            raise TimelineError(f"{text!r} is ambiguous: it begins {len(sessions)} sessions ({', '.join(sessions[:5])})")
+            raise TimelineError(f"{text!r} is ambiguous: it begins {len(sessions)} sessions ({', '.join(sessions[:5])})",
+                                named=text, candidates=tuple(sessions))
         return [i for i, r in enumerate(self.refs) if sessions and r.commit.session == sessions[0]]
 
     def resolve(self, when: str, before: bool = False) -> Position:
@@ -172,7 +179,7 @@ class Timeline:
         try:
             moment = parse_time(text)
         except ValueError:
-            raise TimelineError(f"{when!r} is neither a time, a seq, a transaction nor a session") from None
+            raise TimelineError(f"{when!r} is neither a time, a seq, a transaction nor a session", named=when) from None
         return self.position_at(moment)
 
     def position_at(self, moment: datetime) -> Position:
@@ -261,7 +268,7 @@ class Timeline:
     def transaction(self, tx: str) -> Transaction:
         found = self.match_tx(tx)
         if not found:
-            raise TimelineError(f"no transaction {tx!r} in the log")
+            raise TimelineError(f"no transaction {tx!r} in the log", named=tx)
         return read_transaction(self.path, self.refs[found[0]])
 
     # --- history of one entry -----------------------------------------------------------------
@@ -270,7 +277,7 @@ class Timeline:
         """Everything that happened to entry `name`, oldest first, with the entries it was merged from."""
         items = self._history(name, None, set())
         if not items:
-            raise TimelineError(f"no entry {name!r} in the log")
+            raise TimelineError(f"no entry {name!r} in the log", named=name)
         return items
 
     def _history(self, name: str, until: int | None, seen: set[str]) -> list[HistoryItem]:

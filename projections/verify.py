@@ -38,14 +38,15 @@ class Report(msgspec.Struct):
 
 def verify(repo: PlaybookRepository) -> Report:
     """Check the hash chain, the sequence and every transaction of the log, and that the snapshot is its projection."""
-    path = repo.store.path
+    path = repo.log_path
     report = Report(log=str(path), snapshot=str(repo.snapshot_path), problems=[])
-    state: PlaybookState | None = PlaybookState()
+    folded = PlaybookState()
+    state: PlaybookState | None = folded
     position = Position()
     reader = LogReader(path, strict=True)
     try:
         for transaction in reader:
-            apply_transaction(state, transaction.events, transaction.commit.seq, transaction.commit.at)
+            apply_transaction(folded, transaction.events, transaction.commit.seq, transaction.commit.at)
             report.transactions += 1
             report.events += len(transaction.events)
             position = transaction.end
@@ -98,7 +99,7 @@ def _claimed(repo: PlaybookRepository, data: object, fallback: list[bytes]) -> l
     position = claimed_position(data)
     if position is None:
         return fallback
-    state = fold_log(repo.store.path, PlaybookState(), until=position.offset)[0]
+    state = fold_log(repo.log_path, PlaybookState(), until=position.offset)[0]
     return render(state, position).splitlines()
 
 
