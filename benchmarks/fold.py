@@ -37,15 +37,8 @@ import msgspec
 
 from eventlog.decide import ApplyOperations, Command, Evaluate, Prune, decide_all
 from eventlog.domain import SECTION_SLUGS, PlaybookState
-from eventlog.events import (
-    Cause,
-    Event,
-    KeyPointAdded,
-    KeyPointDeleted,
-    KeyPointPruned,
-    KeyPointsMerged,
-    TransactionCommitted,
-)
+from eventlog.events import Cause, Event, KeyPointAdded, KeyPointDeleted, KeyPointPruned, KeyPointsMerged
+from eventlog.events import TransactionCommitted
 from eventlog.evolve import apply
 from eventlog.registry import AnyRecord
 from eventlog.store import WholeLines, encode_line, fold_decoder, fold_log

@@ -3,184 +3,39 @@
 Pure: no I/O, and `state` is never changed. Within one command, each request is
 decided against the state left by the ones before it (REQ-CUR-005); a request
 that is not applied becomes an `OperationSkipped` event saying why.
+
+The commands themselves are `eventlog.commands`' (importable from here too).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Final, Union
+from typing import Any
 
 import msgspec
 
-from .domain import (
-    MAX_TEXT_LENGTH,
-    OTHERS,
-    PRUNE_RULE,
-    SECTION_SLUGS,
-    PlaybookState,
-    next_name,
-    resolve_section_detail,
-    should_prune,
-)
-from .events import (
-    CountersSet,
-    CurationHeld,
-    Event,
-    KeyPointAdded,
-    KeyPointDeleted,
-    KeyPointEvaluated,
-    KeyPointImported,
-    KeyPointMarkedStale,
-    KeyPointMoved,
-    KeyPointPruned,
-    KeyPointsMerged,
-    KeyPointUpdated,
-    LearningCompleted,
-    LearningFailed,
-    LearningRequested,
-    LearningSkipped,
-    OperationSkipped,
-    PlaybookImported,
-    SectionReordered,
-    VersionSet,
-)
+from .domain import MAX_TEXT_LENGTH, OTHERS, PRUNE_RULE, SECTION_SLUGS, PlaybookState, next_name
+from .domain import resolve_section_detail, should_prune
+from .events import CountersSet, CurationHeld, Event, KeyPointAdded, KeyPointDeleted, KeyPointEvaluated
+from .events import KeyPointImported, KeyPointMarkedStale, KeyPointMoved, KeyPointPruned, KeyPointsMerged
+from .events import KeyPointUpdated, LearningCompleted, LearningFailed, LearningRequested, LearningSkipped
+from .events import OperationSkipped, PlaybookImported, SectionReordered, VersionSet
 from .collapse import HoldCuration
+from .commands import AddNewKeyPoints, ApplyOperations, Command, CompleteLearning, Evaluate, FailLearning
+from .commands import ImportLegacy, MergeDuplicates, Prune, RecordUnreadableFile, ReplaceContent, RequestLearning
+from .commands import SkipLearning, SkipReason, SweepStale
 from .evolve import apply, fold
 from .legacy import NormalizedPlaybook, normalize_playbook, to_jsonable
 from .values import Origin, SkipKind, SkipReasonName
 
+__all__ = [  # the commands, re-exported: callers import them with decide
+    "AddNewKeyPoints", "ApplyOperations", "Command", "CompleteLearning", "Evaluate", "FailLearning", "HoldCuration",
+    "ImportLegacy", "MergeDuplicates", "Prune", "RecordUnreadableFile", "ReplaceContent", "RequestLearning",
+    "SkipLearning", "SkipReason", "SweepStale", "content_state", "decide", "decide_all", "import_events",
+]
+
 MAX_OPERATIONS = 10
 RATINGS = ("helpful", "harmful", "neutral")
-
-
-class SkipReason:
-    """Why a request was not applied (the `reason` of OperationSkipped)."""
-
-    NOT_A_LIST: Final = "not_a_list"
-    NOT_AN_OBJECT: Final = "not_an_object"
-    UNKNOWN_TYPE: Final = "unknown_type"
-    EMPTY_TEXT: Final = "empty_text"
-    INVALID_TEXT: Final = "invalid_text"
-    DUPLICATE_TEXT: Final = "duplicate_text"
-    UNCHANGED_TEXT: Final = "unchanged_text"
-    EMPTY_TARGET_ID: Final = "empty_target_id"
-    UNKNOWN_ID: Final = "unknown_id"
-    TOO_FEW_SOURCES: Final = "too_few_sources"
-    EMPTY_MERGED_TEXT: Final = "empty_merged_text"
-    TRUNCATED: Final = "truncated"
-    UNKNOWN_RATING: Final = "unknown_rating"
-
-
-# --- commands -----------------------------------------------------------------------------------
-
-
-class ApplyOperations(msgspec.Struct, frozen=True):
-    """Curator operations (ADD / UPDATE / MERGE / DELETE), as the model gave them."""
-
-    operations: Any
-
-
-class AddNewKeyPoints(msgspec.Struct, frozen=True):
-    """The older `new_key_points` list: each item is an ADD (REQ-SECT-005, REQ-CUR-008)."""
-
-    new_key_points: Any
-
-
-class Evaluate(msgspec.Struct, frozen=True):
-    """Ratings of existing entries: `{"name", "rating", "rationale"?}` items."""
-
-    evaluations: Any
-
-
-class Prune(msgspec.Struct, frozen=True):
-    """Remove every entry the pruning rule condemns."""
-
-
-class ImportLegacy(msgspec.Struct, frozen=True):
-    """Take in a playbook.json of any shape the spec describes."""
-
-    data: Any
-    path: str
-    genesis: bool = True
-    kept_at: str | None = None
-    """Where the file's original bytes were kept, when the import replaces it."""
-
-
-class RecordUnreadableFile(msgspec.Struct, frozen=True):
-    """A playbook.json that was not JSON: it was kept at `moved_aside`, and nothing came from it."""
-
-    path: str
-    moved_aside: str | None
-    error: str
-
-
-class ReplaceContent(msgspec.Struct, frozen=True):
-    """Make the playbook look like `target` (a playbook dict), as changed since `base`.
-
-    Only what differs between `base` and `target` is applied, to the current state:
-    so concurrent writers both land. Without `base`, the current state is the base
-    and `target` wins outright. Names in `target` are kept; a new entry whose name a
-    concurrent writer took meanwhile gets the next free ID of its section.
-    """
-
-    target: Any
-    origin: Origin
-    base: PlaybookState | None = None
-
-
-class RequestLearning(msgspec.Struct, frozen=True, kw_only=True):
-    """A hook asks for a learning cycle over `transcript` (run later, in the background)."""
-
-    request: str
-    hook: str
-    transcript: str
-    session: str | None = None
-    reason: str | None = None
-
-
-class CompleteLearning(msgspec.Struct, frozen=True, kw_only=True):
-    """Close a pending request: the transcript is learned from `from_line` up to `through_line`."""
-
-    request: str
-    transcript: str
-    from_line: int
-    through_line: int
-    cited: list[str] = []
-    injected: list[str] = []
-
-
-class SweepStale(msgspec.Struct, frozen=True, kw_only=True):
-    """Mark key points unused (neither rated nor cited) for `stale_after` learned sessions as stale, and
-    retire (DELETE, reason `stale`) those unused for `retire_after`; 0 turns either off."""
-
-    stale_after: int
-    retire_after: int
-
-
-class MergeDuplicates(msgspec.Struct, frozen=True, kw_only=True):
-    """Merge each pair (kept, duplicate, similarity) still present: the kept text survives, counters add up."""
-
-    pairs: list[tuple[str, str, float]]
-    method: str
-
-
-class FailLearning(msgspec.Struct, frozen=True, kw_only=True):
-    request: str
-    error: str
-    transcript: str = ""
-
-
-class SkipLearning(msgspec.Struct, frozen=True, kw_only=True):
-    request: str
-    reason: str
-    transcript: str = ""
-    through_line: int | None = None
-
-
-Command = Union[
-    ApplyOperations, AddNewKeyPoints, Evaluate, Prune, ImportLegacy, RecordUnreadableFile, ReplaceContent,
-    RequestLearning, CompleteLearning, FailLearning, SkipLearning, SweepStale, MergeDuplicates, HoldCuration,
-]
 
 
 class _Decision:

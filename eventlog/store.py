@@ -1,4 +1,4 @@
-"""The append-only JSONL log of transactions, and an in-memory twin with the same contract.
+"""The append-only JSONL log of transactions: reading it (strict scan, fast fold) and writing it.
 
 The line format and its chain are `eventlog.logformat`'s. A transaction is its event
 lines followed by a `TransactionCommitted` line, written with one `write` under an
@@ -14,27 +14,25 @@ Safe across processes on one machine; not NFS-safe (it relies on `flock`).
 
 from __future__ import annotations
 
-import fcntl
-import os
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
 import msgspec
 
-from . import faults
 from .domain import PlaybookState
-from .errors import CorruptLogError, PositionMismatch, StorageError
-from .events import Cause, Event, TailRepaired, TransactionCommitted, UnknownRecord
+from .errors import CorruptLogError
+from .events import Cause, Event, TransactionCommitted
 from .evolve import FOLD_VIEWS, CommitView, apply_records, apply_transaction
-from .logformat import (COMMIT, DECODE_ERRORS, NEWLINE_COMMIT, TAIL, check_line, decode_line, encode_line, encoded,
-                        extend, h_at, line_hash, running_after, split_hash, start, text)
+from .logformat import (COMMIT, DECODE_ERRORS, NEWLINE_COMMIT, TAIL, check_line, decode_line, encode_line, extend,
+                        h_at, line_hash, running_after, split_hash, start, text)
+from .positions import Committed, Position, TornTail, Transaction, Written
 from .registry import record_decoder
 
-__all__ = [  # the line format's helpers are used through the store by its callers and tests
+__all__ = [  # the line format's helpers and the position types are used through the store by its callers
+    "Committed", "Position", "TornTail", "Transaction", "Written",
     "decode_line", "encode_line", "line_hash", "running_after", "split_hash",
 ]
 
@@ -42,58 +40,18 @@ CHUNK_SIZE = 1 << 20
 FILE_MODE = 0o664
 """Mode of every file created here: the user's umask applies, and none is ever world-writable."""
 Decider = Callable[[PlaybookState], list[Event]]
-fault = faults.point
-"""Crash tests' fault points (see `eventlog.faults`): a no-op unless PLAYBOOK_FAULT names one."""
-
-
-class Position(msgspec.Struct, frozen=True):
-    """Where a reader stands: just after the committed transaction ending at `offset`."""
-
-    offset: int = 0
-    seq: int = 0
-    hash: str = ""
-    line: int = 0
-
-
-class Transaction(msgspec.Struct, frozen=True):
-    """One committed transaction: its events (unknown record types included) and its commit record."""
-
-    events: list[Event | UnknownRecord]
-    commit: TransactionCommitted
-    start: Position
-    end: Position
-
-
-class TornTail(msgspec.Struct, frozen=True):
-    """Bytes after the last committed transaction: a write that never finished."""
-
-    offset: int
-    length: int
-    line: int
-
-
-class Written(msgspec.Struct, frozen=True):
-    """One transaction as a store wrote it: its events stamped, its commit record, the position after it."""
-
-    events: list[Event]
-    commit: TransactionCommitted
-    position: Position
-
-
-class Committed(msgspec.Struct, frozen=True):
-    """What one append wrote, and the state and position after it."""
-
-    events: list[Event]
-    commit: TransactionCommitted
-    state: PlaybookState
-    position: Position
 
 
 def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="microseconds")
 
 
-def _commit_record(seq: int, tx: str, at: str, events: int, cause: Cause) -> TransactionCommitted:
+def new_transaction() -> tuple[str, str]:
+    """(id, time) for a transaction about to be written: 16 hex digits, and UTC now."""
+    return uuid.uuid4().hex[:16], utc_now()
+
+
+def commit_record(seq: int, tx: str, at: str, events: int, cause: Cause) -> TransactionCommitted:
     return TransactionCommitted(seq=seq, tx=tx, at=at, events=events, source=cause.source, session=cause.session,
                                 model=cause.model, analysis=cause.analysis, reasoning=cause.reasoning, note=cause.note)
 
@@ -383,14 +341,6 @@ class LogReader:
         self._finish(offset + self._leftover)
 
 
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def fold_log(
     path: Path, state: PlaybookState, start: Position = Position(), until: int | None = None
 ) -> tuple[PlaybookState, Position, TornTail | None]:
@@ -424,180 +374,10 @@ def hash_at(path: Path, position: Position) -> bool:
     return hashed is not None and text(running_after(tail, hashed[1])) == position.hash
 
 
-class JsonlEventStore:
-    """The log at `path`, locked through `path` + `.lock`."""
+def __getattr__(name: str) -> Any:
+    """`JsonlEventStore`, the writer of this format, lives in `eventlog.jsonl`; it stays reachable from here."""
+    if name == "JsonlEventStore":
+        from .jsonl import JsonlEventStore
 
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self.lock_path = self.path.with_name(self.path.name + ".lock")
-
-    def exists(self) -> bool:
-        return self.size() > 0
-
-    def size(self) -> int:
-        try:
-            return self.path.stat().st_size
-        except (FileNotFoundError, NotADirectoryError):
-            return 0
-
-    def read(self, start: Position = Position()) -> LogReader:
-        return LogReader(self.path, start)
-
-    @contextmanager
-    def locked(self) -> Iterator[None]:
-        """Hold the exclusive writer lock (blocking)."""
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StorageError.failed("create directory", self.path.parent, exc) from exc
-        try:
-            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, FILE_MODE)
-        except OSError as exc:
-            raise StorageError.failed("lock", self.lock_path, exc) from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)  # closing releases the lock
-
-    def append_locked(self, state: PlaybookState, position: Position, decide: Decider, cause: Cause
-                      ) -> Committed | None:
-        """`unit_of_work.commit` on this log: the caller holds `locked()`."""
-        from .unit_of_work import commit
-
-        return commit(self, state, position, decide, cause)
-
-    def holds(self, position: Position) -> bool:
-        return hash_at(self.path, position)
-
-    def fold(self, state: PlaybookState, start: Position = Position(), until: int | None = None
-             ) -> tuple[PlaybookState, Position, TornTail | None]:
-        return fold_log(self.path, state, start, until)
-
-    def cut(self, torn: TornTail) -> TailRepaired:
-        with open(self.path, "rb") as handle:
-            handle.seek(torn.offset)
-            cut = handle.read()
-        kept = self.path.with_name(f"{self.path.name}.torn-{datetime.now(timezone.utc):%Y%m%dT%H%M%S%fZ}")
-        try:
-            with os.fdopen(os.open(kept, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE), "wb") as handle:
-                handle.write(cut)
-                handle.flush()
-                os.fsync(handle.fileno())
-            fault("after-cut")
-            fd = os.open(self.path, os.O_RDWR)
-            try:
-                os.ftruncate(fd, torn.offset)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        except OSError as exc:
-            raise StorageError.failed("repair the torn tail of", self.path, exc) from exc
-        return TailRepaired(offset=torn.offset, bytes_cut=len(cut), kept_at=kept.name)
-
-    def write(self, position: Position, events: list[Event], cause: Cause) -> Written:
-        tx = uuid.uuid4().hex[:16]
-        at = utc_now()
-        seq = position.seq
-        running = start(position.hash)
-        lines: list[bytes] = []
-        stamped: list[Event] = []
-        for event in events:
-            seq += 1
-            event, line, running = encoded(msgspec.structs.replace(event, seq=seq, tx=tx, at=at), running)
-            stamped.append(event)
-            lines.append(line)
-        seq += 1
-        commit, line, running = encoded(_commit_record(seq, tx, at, len(stamped), cause), running)
-        lines.append(line)
-        payload = b"".join(lines)
-        created = not self.path.exists()
-        try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
-            try:
-                found = os.fstat(fd).st_size
-                if found != position.offset:
-                    raise PositionMismatch(self.path, position.offset, found)
-                written = os.write(fd, payload)
-                while written < len(payload):  # a short write to a regular file: finish it
-                    written += os.write(fd, payload[written:])
-                fault("after-write")
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            if created:
-                _fsync_dir(self.path.parent)
-        except OSError as exc:
-            raise StorageError.failed("append to", self.path, exc) from exc
-        fault("after-fsync")
-        end = Position(offset=position.offset + len(payload), seq=seq, hash=text(running),
-                       line=position.line + len(lines))
-        return Written(events=stamped, commit=commit, position=end)
-
-
-class InMemoryEventStore:
-    """The same contract as `JsonlEventStore`, kept in memory: for tests and previews.
-
-    `unfinished` models a write that never finished (records with no commit): readers do
-    not see it, and the next writer cuts it and records that it did.
-    """
-
-    def __init__(self) -> None:
-        self.transactions: list[Transaction] = []
-        self.unfinished: list[Event] = []
-        self.kept: list[list[Event]] = []
-
-    def exists(self) -> bool:
-        return bool(self.transactions or self.unfinished)
-
-    def size(self) -> int:
-        return self.transactions[-1].end.offset if self.transactions else 0
-
-    def read(self, start: Position = Position()) -> Iterator[Transaction]:
-        return iter([t for t in self.transactions if t.start.seq >= start.seq])
-
-    @contextmanager
-    def locked(self) -> Iterator[None]:
-        yield
-
-    def append_locked(self, state: PlaybookState, position: Position, decide: Decider, cause: Cause
-                      ) -> Committed | None:
-        from .unit_of_work import commit
-
-        return commit(self, state, position, decide, cause)
-
-    def holds(self, position: Position) -> bool:
-        return position == Position() or any(t.end == position for t in self.transactions)
-
-    def fold(self, state: PlaybookState, start: Position = Position(), until: int | None = None
-             ) -> tuple[PlaybookState, Position, TornTail | None]:
-        position = start
-        for transaction in self.read(start):
-            if until is not None and transaction.end.offset > until:
-                return state, position, None
-            apply_transaction(state, transaction.events, transaction.commit.seq, transaction.commit.at)
-            position = transaction.end
-        torn = None
-        if self.unfinished:
-            torn = TornTail(offset=position.offset, length=len(self.unfinished), line=position.line + 1)
-        return state, position, torn
-
-    def cut(self, torn: TornTail) -> TailRepaired:
-        self.kept.append(self.unfinished)
-        self.unfinished = []
-        return TailRepaired(offset=torn.offset, bytes_cut=torn.length, kept_at=f"kept[{len(self.kept) - 1}]")
-
-    def write(self, position: Position, events: list[Event], cause: Cause) -> Written:
-        if position.offset != self.size() or self.unfinished:
-            raise PositionMismatch("memory", position.offset, self.size())
-        tx, at, seq = uuid.uuid4().hex[:16], utc_now(), position.seq
-        stamped = []
-        for event in events:
-            seq += 1
-            stamped.append(encoded(msgspec.structs.replace(event, seq=seq, tx=tx, at=at), 0)[0])
-        seq += 1
-        commit = encoded(_commit_record(seq, tx, at, len(stamped), cause), 0)[0]
-        end = Position(offset=seq, seq=seq, hash="", line=seq)
-        self.transactions.append(Transaction(events=list[Event | UnknownRecord](stamped), commit=commit,
-                                             start=position, end=end))
-        return Written(events=stamped, commit=commit, position=end)
+        return JsonlEventStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

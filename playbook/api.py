@@ -15,18 +15,8 @@ from typing import Any
 
 import msgspec
 
-from eventlog.decide import (
-    AddNewKeyPoints,
-    ApplyOperations,
-    Command,
-    Evaluate,
-    ImportLegacy,
-    Prune,
-    ReplaceContent,
-    content_state,
-    decide,
-    decide_all,
-)
+from eventlog.decide import AddNewKeyPoints, ApplyOperations, Command, Evaluate, ImportLegacy, Prune, ReplaceContent
+from eventlog.decide import content_state, decide, decide_all
 from eventlog.domain import SECTION_SLUGS, PlaybookState
 from eventlog.errors import StorageError
 from eventlog.events import Cause, Event, KeyPointAdded

@@ -14,17 +14,8 @@ import msgspec
 from eventlog.decide import ImportLegacy, ReplaceContent, SkipReason, decide
 from eventlog.domain import SECTION_SLUGS, PlaybookState
 from eventlog.errors import PlaybookError
-from eventlog.events import (
-    Cause,
-    Event,
-    KeyPointImported,
-    LearningCompleted,
-    LearningFailed,
-    LearningRequested,
-    LearningSkipped,
-    OperationSkipped,
-    PlaybookImported,
-)
+from eventlog.events import Cause, Event, KeyPointImported, LearningCompleted, LearningFailed, LearningRequested
+from eventlog.events import LearningSkipped, OperationSkipped, PlaybookImported
 from eventlog.evolve import apply_transaction
 from eventlog.registry import FAMILIES, SHORT_NAMES, TAGS, mentions, tag_of
 from eventlog.store import Committed, LogReader, Transaction

@@ -177,7 +177,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 def cmd_diff(args: argparse.Namespace) -> int:
     from projections.diff import diff
 
-    from . import report
+    from . import report_changes as changes
     from .audit import end_of_log, state_at
 
     timeline = _timeline(args)
@@ -186,27 +186,27 @@ def cmd_diff(args: argparse.Namespace) -> int:
     b_label = args.b if args.b is not None else "now"
     change = diff(a.state, b.state)
     if args.json:
-        _out_json(report.diff_json(change, a, b, args.a, b_label))
+        _out_json(changes.diff_json(change, a, b, args.a, b_label))
     else:
-        _out(report.diff_lines(change, a, b, args.a, b_label, _style()))
+        _out(changes.diff_lines(change, a, b, args.a, b_label, _style()))
     return 0
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from projections.verify import verify
 
-    from . import report
+    from . import report_changes as changes
 
     result = verify(repository(_project(args)))
     if args.json:
-        _out_json(report.verify_json(result))
+        _out_json(changes.verify_json(result))
     else:
-        _out(report.verify_lines(result, _style()))
+        _out(changes.verify_lines(result, _style()))
     return 0 if result.ok else 1
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from . import report
+    from . import report_changes as changes
     from .audit import stats
 
     from .lean import usage_lines, usage_rows
@@ -217,11 +217,11 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if args.json:
         import msgspec
 
-        _out_json({**report.stats_json(result), "sessions": state.sessions,
+        _out_json({**changes.stats_json(result), "sessions": state.sessions,
                    "usage": msgspec.to_builtins(usage_rows(state))})
     else:
         style = _style()
-        _out(report.stats_lines(result, style) + usage_lines(state, style.width))
+        _out(changes.stats_lines(result, style) + usage_lines(state, style.width))
     return 0
 
 
@@ -231,7 +231,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 def cmd_revert(args: argparse.Namespace) -> int:
     from projections.revert import RevertConflict
 
-    from . import report
+    from . import report_changes as changes
     from .audit import revert
 
     try:
@@ -241,16 +241,16 @@ def cmd_revert(args: argparse.Namespace) -> int:
             _out_json({"transactions": None, "dry_run": args.dry_run, "applied": False, "tx": None,
                        "events": [], "conflicts": exc.conflicts,
                        "error": "later transactions changed the same entries"})
-        style = report.Style.for_stream(sys.stderr)
-        lines = [f"playbook: cannot revert {report.clean(args.target)}: later transactions changed the same entries:",
-                 *report.conflict_lines(exc.conflicts, style),
+        style = changes.Style.for_stream(sys.stderr)
+        lines = [f"playbook: cannot revert {changes.clean(args.target)}: later transactions changed the same entries:",
+                 *changes.conflict_lines(exc.conflicts, style),
                  "playbook: nothing was changed; --force reverts the rest and leaves these entries as they are"]
         sys.stderr.write("\n".join(lines) + "\n")
         return 1
     if args.json:
-        _out_json(report.revert_json(result))
+        _out_json(changes.revert_json(result))
     else:
-        _out(report.revert_lines(result, _style()))
+        _out(changes.revert_lines(result, _style()))
     return 0
 
 
@@ -295,14 +295,14 @@ def cmd_dedup(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from . import report
+    from . import report_changes as changes
     from .audit import import_file
 
     result = import_file(repository(_project(args)), args.file)
     if args.json:
-        _out_json(report.import_json(result))
+        _out_json(changes.import_json(result))
     else:
-        _out(report.import_lines(result, _style()))
+        _out(changes.import_lines(result, _style()))
     return 0
 
 

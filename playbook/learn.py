@@ -23,16 +23,8 @@ from pathlib import Path
 
 import msgspec
 
-from eventlog.decide import (
-    CompleteLearning,
-    Evaluate,
-    FailLearning,
-    Prune,
-    RequestLearning,
-    SkipLearning,
-    decide,
-    decide_all,
-)
+from eventlog.decide import CompleteLearning, Evaluate, FailLearning, Prune, RequestLearning, SkipLearning, decide
+from eventlog.decide import decide_all
 from eventlog.domain import PendingLearning, PlaybookState
 from eventlog.errors import PlaybookError
 from eventlog.events import Cause

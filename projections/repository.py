@@ -23,7 +23,8 @@ from eventlog.errors import StorageError
 from eventlog.events import Cause, Event, SnapshotSetAside
 from eventlog.evolve import apply_transaction
 from eventlog.faults import point as fault
-from eventlog.store import Committed, JsonlEventStore, Position
+from eventlog.jsonl import JsonlEventStore
+from eventlog.store import Committed, Position
 from eventlog.unit_of_work import EventStore, commit
 
 from . import checkpoints

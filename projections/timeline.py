@@ -1,4 +1,4 @@
-"""Read models over the log's past: state at a point, per-entry history, newest transactions, diffs, reverts.
+"""Read-only queries over the log's past: the commit index, state at a point, history of an entry, newest transactions.
 
 State as of any point is one fold of a log prefix. Checkpoints (folded states kept
 in `.claude/playbook.checkpoints/`, derived from the log and rebuilt at will, never

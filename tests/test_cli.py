@@ -27,16 +27,8 @@ from pathlib import Path
 import pytest
 
 import eventlog.store
-from eventlog.decide import (
-    ApplyOperations,
-    CompleteLearning,
-    Evaluate,
-    FailLearning,
-    ImportLegacy,
-    Prune,
-    ReplaceContent,
-    RequestLearning,
-)
+from eventlog.decide import ApplyOperations, CompleteLearning, Evaluate, FailLearning, ImportLegacy, Prune
+from eventlog.decide import ReplaceContent, RequestLearning
 from eventlog.events import Cause
 from playbook.cli import main
 from projections.repository import PlaybookRepository

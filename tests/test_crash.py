@@ -51,15 +51,8 @@ import pytest
 
 from eventlog.decide import ApplyOperations
 from eventlog.domain import PlaybookState
-from eventlog.events import (
-    Cause,
-    KeyPointAdded,
-    KeyPointEvaluated,
-    LearningCompleted,
-    LearningFailed,
-    LearningSkipped,
-    TailRepaired,
-)
+from eventlog.events import Cause, KeyPointAdded, KeyPointEvaluated, LearningCompleted, LearningFailed
+from eventlog.events import LearningSkipped, TailRepaired
 from eventlog.evolve import apply_transaction
 from eventlog.store import LogReader, Position
 from playbook.learn import request_learning

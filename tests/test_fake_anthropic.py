@@ -13,14 +13,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.fake_anthropic import (
-    FakeAnthropic,
-    Reply,
-    reply_error,
-    reply_text,
-    reply_tool_use,
-    request_texts,
-)
+from tests.fake_anthropic import FakeAnthropic, Reply, reply_error, reply_text, reply_tool_use, request_texts
 
 MODEL = "claude-test-model"
 

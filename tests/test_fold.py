@@ -18,31 +18,11 @@ import eventlog.store
 from benchmarks.fold import write_log
 from eventlog.domain import PRUNE_RULE, PlaybookState
 from eventlog.errors import CorruptLogError
-from eventlog.events import (
-    CountersSet,
-    CurationHeld,
-    Event,
-    KeyPointAdded,
-    KeyPointDeleted,
-    KeyPointEvaluated,
-    KeyPointImported,
-    KeyPointMarkedStale,
-    KeyPointMoved,
-    KeyPointPruned,
-    KeyPointsMerged,
-    KeyPointUpdated,
-    LearningCompleted,
-    LearningFailed,
-    LearningRequested,
-    LearningSkipped,
-    OperationSkipped,
-    PlaybookImported,
-    SectionReordered,
-    SnapshotSetAside,
-    TailRepaired,
-    TransactionCommitted,
-    VersionSet,
-)
+from eventlog.events import CountersSet, CurationHeld, Event, KeyPointAdded, KeyPointDeleted, KeyPointEvaluated
+from eventlog.events import KeyPointImported, KeyPointMarkedStale, KeyPointMoved, KeyPointPruned, KeyPointsMerged
+from eventlog.events import KeyPointUpdated, LearningCompleted, LearningFailed, LearningRequested, LearningSkipped
+from eventlog.events import OperationSkipped, PlaybookImported, SectionReordered, SnapshotSetAside, TailRepaired
+from eventlog.events import TransactionCommitted, VersionSet
 from eventlog.evolve import _READS, apply_transaction, fold
 from eventlog.registry import EVENT_TYPES
 from eventlog.store import LogReader, Position, encode_line, fold_log

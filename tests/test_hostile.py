@@ -49,21 +49,9 @@ from hypothesis import strategies as st
 import playbook
 from eventlog.decide import ApplyOperations
 from eventlog.domain import MAX_COUNTER, MAX_TEXT_LENGTH, SECTION_SLUGS
-from eventlog.events import (
-    Cause,
-    KeyPointAdded,
-    KeyPointDeleted,
-    KeyPointEvaluated,
-    KeyPointsMerged,
-    KeyPointUpdated,
-    LearningCompleted,
-    LearningFailed,
-    LearningRequested,
-    LearningSkipped,
-    OperationSkipped,
-    PlaybookImported,
-    UnknownRecord,
-)
+from eventlog.events import Cause, KeyPointAdded, KeyPointDeleted, KeyPointEvaluated, KeyPointsMerged, KeyPointUpdated
+from eventlog.events import LearningCompleted, LearningFailed, LearningRequested, LearningSkipped, OperationSkipped
+from eventlog.events import PlaybookImported, UnknownRecord
 from eventlog.legacy import normalize_playbook
 from eventlog.store import LogReader
 from playbook import cli

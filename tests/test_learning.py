@@ -14,14 +14,8 @@ from pathlib import Path
 import pytest
 
 from eventlog.decide import ApplyOperations
-from eventlog.events import (
-    Cause,
-    KeyPointAdded,
-    KeyPointEvaluated,
-    LearningCompleted,
-    LearningFailed,
-    LearningSkipped,
-)
+from eventlog.events import Cause, KeyPointAdded, KeyPointEvaluated, LearningCompleted, LearningFailed
+from eventlog.events import LearningSkipped
 from playbook.learn import learn_pending, request_learning
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, Reply, reply_error, reply_text, request_texts

@@ -30,24 +30,9 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from tests.logtools import transaction_after
 from eventlog.decide import AddNewKeyPoints, ApplyOperations, Evaluate, Prune, decide_all
 from eventlog.domain import PRUNE_RULE, SECTION_SLUGS, KeyPoint, PlaybookState, generate_keypoint_name, next_name
-from eventlog.events import (
-    Cause,
-    CountersSet,
-    KeyPointAdded,
-    KeyPointDeleted,
-    KeyPointEvaluated,
-    KeyPointImported,
-    KeyPointMoved,
-    KeyPointPruned,
-    KeyPointsMerged,
-    KeyPointUpdated,
-    OperationSkipped,
-    PlaybookImported,
-    SectionReordered,
-    SnapshotSetAside,
-    TailRepaired,
-    VersionSet,
-)
+from eventlog.events import Cause, CountersSet, KeyPointAdded, KeyPointDeleted, KeyPointEvaluated, KeyPointImported
+from eventlog.events import KeyPointMoved, KeyPointPruned, KeyPointsMerged, KeyPointUpdated, OperationSkipped
+from eventlog.events import PlaybookImported, SectionReordered, SnapshotSetAside, TailRepaired, VersionSet
 from eventlog.evolve import evolve, fold
 from eventlog.store import LogReader, Position, fold_log
 from playbook.api import apply_structured_operations, load_playbook, prune_harmful, update_playbook_data

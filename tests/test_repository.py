@@ -12,17 +12,8 @@ import playbook
 from eventlog.decide import ApplyOperations, Evaluate, Prune
 from eventlog.domain import PlaybookState
 from eventlog.errors import CorruptLogError, StorageError
-from eventlog.events import (
-    Cause,
-    KeyPointAdded,
-    KeyPointDeleted,
-    KeyPointImported,
-    KeyPointUpdated,
-    CountersSet,
-    OperationSkipped,
-    PlaybookImported,
-    SnapshotSetAside,
-)
+from eventlog.events import Cause, KeyPointAdded, KeyPointDeleted, KeyPointImported, KeyPointUpdated, CountersSet
+from eventlog.events import OperationSkipped, PlaybookImported, SnapshotSetAside
 from eventlog.store import fold_log
 from projections.repository import PlaybookRepository
 from projections.snapshot import render

@@ -13,16 +13,10 @@ from eventlog.errors import CorruptLogError
 from eventlog.events import Cause, KeyPointAdded, TailRepaired, UnknownRecord
 from eventlog.evolve import fold
 from eventlog.errors import PositionMismatch
-from eventlog.store import (
-    InMemoryEventStore,
-    JsonlEventStore,
-    LogReader,
-    Position,
-    fold_log,
-    line_hash,
-    running_after,
-    split_hash,
-)
+from eventlog.memory import InMemoryEventStore
+from eventlog.jsonl import JsonlEventStore
+from eventlog.store import LogReader, Position, fold_log, line_hash
+from eventlog.store import running_after, split_hash
 
 CAUSE = Cause(source="test", session="s-1", model="m", analysis="why", reasoning="because")
 

@@ -51,24 +51,9 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from tests.logtools import transaction_after
 from eventlog.decide import ApplyOperations, ReplaceContent, decide_all
 from eventlog.domain import SECTION_SLUGS, PlaybookState
-from eventlog.events import (
-    Cause,
-    CountersSet,
-    KeyPointAdded,
-    KeyPointDeleted,
-    KeyPointEvaluated,
-    KeyPointImported,
-    KeyPointMoved,
-    KeyPointPruned,
-    KeyPointsMerged,
-    KeyPointUpdated,
-    LearningCompleted,
-    LearningFailed,
-    LearningRequested,
-    LearningSkipped,
-    TailRepaired,
-    TransactionCommitted,
-)
+from eventlog.events import Cause, CountersSet, KeyPointAdded, KeyPointDeleted, KeyPointEvaluated, KeyPointImported
+from eventlog.events import KeyPointMoved, KeyPointPruned, KeyPointsMerged, KeyPointUpdated, LearningCompleted
+from eventlog.events import LearningFailed, LearningRequested, LearningSkipped, TailRepaired, TransactionCommitted
 from eventlog.evolve import apply_transaction, fold
 from eventlog.store import LogReader, Position, fold_log
 from playbook import inject
