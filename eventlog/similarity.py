@@ -21,8 +21,8 @@ try:  # optional: a well-kept C implementation of the fuzzy ratios
     from rapidfuzz import fuzz as _fuzz
     from rapidfuzz import process as _process
 except ImportError:  # pragma: no cover - depends on the environment
-    _fuzz = None
-    _process = None
+    _fuzz = None  # type: ignore[assignment]
+    _process = None  # type: ignore[assignment]
 
 RAPIDFUZZ = "rapidfuzz token_set+token_sort"
 LEXICAL = "content-word overlap"

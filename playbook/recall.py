@@ -119,10 +119,10 @@ def recall(prompt: str, body: bytes) -> list[str]:
             scores[int(doc)] = scores.get(int(doc), 0.0) + float(weight)
     chosen: list[str] = []
     used = 0
-    for doc, score in sorted(scores.items(), key=lambda item: (-item[1], item[0])):
+    for number, score in sorted(scores.items(), key=lambda item: (-item[1], item[0])):
         if len(chosen) >= top or score < MIN_SCORE:
             break
-        found = _seek(body, docs_at, terms_at, b"%07d" % doc) if 0 <= doc < count else None
+        found = _seek(body, docs_at, terms_at, b"%07d" % number) if 0 <= number < count else None
         if found is None:
             continue
         line = _json_string(found.decode("utf-8"))

@@ -183,9 +183,9 @@ def setting_number(project: Path, key: str, default: float) -> float:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        value = data.get(key) if isinstance(data, dict) else None
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
-            found = value
+        given = data.get(key) if isinstance(data, dict) else None
+        if isinstance(given, (int, float)) and not isinstance(given, bool) and given >= 0:
+            found = given
     return found
 
 
