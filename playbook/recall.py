@@ -15,7 +15,7 @@ try:  # the C half of `json`, without the rest: `import json` brings in `re` and
     from _json import encode_basestring_ascii as _quote
     from _json import scanstring as _scanstring
 except ImportError:  # pragma: no cover - an interpreter without the accelerator
-    from json.decoder import scanstring as _scanstring
+    from json.decoder import scanstring as _scanstring  # type: ignore[attr-defined,no-redef]
     from json.encoder import encode_basestring_ascii as _quote
 
 RECALL_NAME = "playbook.recall.json"
