@@ -225,6 +225,55 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_timeline(args: argparse.Namespace) -> int:
+    from .page import write_page
+
+    repo = repository(_project(args))
+    target = Path(args.html)
+    if target.is_dir():
+        raise PlaybookError(f"{args.html} is a directory: give the page's file name")
+    size = write_page(repo, target, progress=_progress(repo.store.path))
+    print(f"wrote {target} ({size / 1e6:.1f} MB): open it in a browser, no network needed")
+    return 0
+
+
+def _progress(path: Path):
+    """A reporter of bytes read, on stderr when it is a terminal and the log is large enough to wait for."""
+    try:
+        total = path.stat().st_size
+    except OSError:
+        return None
+    if total < (32 << 20) or not sys.stderr.isatty():
+        return None
+
+    def report(done: int) -> None:
+        sys.stderr.write(f"\rreading the log: {100 * done // total}%")
+        sys.stderr.flush()
+
+    return report
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .serve import make_server
+
+    try:
+        server = make_server(repository(_project(args)), args.port)
+    except OSError as exc:
+        raise PlaybookError(f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}") from exc
+    host, port = server.server_address[:2]
+    url = f"http://{host}:{port}/"
+    print(f"serving the playbook's history at {url} (read-only; Ctrl-C stops)", flush=True)
+    if args.open:
+        import webbrowser
+
+        webbrowser.open(url)
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+    return 0
+
+
 # --- write commands --------------------------------------------------------------------------------------
 
 
@@ -359,6 +408,12 @@ def cmd_uninstall(args: argparse.Namespace) -> int:
 # --- the parser ------------------------------------------------------------------------------------------
 
 
+def _port(text: str) -> int:
+    if not text.isdecimal() or not 0 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0-65535)")
+    return int(text)
+
+
 def _common(json: bool) -> argparse.ArgumentParser:
     """Options every subcommand accepts after its name too (`playbook log --project X`)."""
     parent = argparse.ArgumentParser(add_help=False)
@@ -435,6 +490,12 @@ def build_parser() -> argparse.ArgumentParser:
     dedup = add("dedup", cmd_dedup, "find near-duplicate key points; merge them with --apply (a dry run without)")
     dedup.add_argument("--apply", action="store_true", help="merge the pairs found, as one transaction")
     dedup.add_argument("--threshold", type=float, metavar="T", help="similarity from 0 to 1 (default: the method's)")
+    timeline = add("timeline", cmd_timeline, "the playbook's history as one web page (no network needed)",
+                   parents=plain)
+    timeline.add_argument("--html", metavar="FILE", required=True, help="write the page to FILE")
+    serve = add("serve", cmd_serve, "serve the history page on 127.0.0.1 (read-only)", parents=plain)
+    serve.add_argument("--port", type=_port, default=0, metavar="N", help="port (default: any free one)")
+    serve.add_argument("--open", action="store_true", help="open the page in a browser")
     add("rebuild", cmd_rebuild, "rewrite playbook.json from the log and clear the checkpoints")
 
     hook = add("hook", cmd_hook, "run a Claude Code hook (reads the hook JSON on stdin)", parents=plain)
