@@ -4,16 +4,17 @@
 
 Runs, in this order: the hook latencies (benchmarks/hooks.py), fold throughput against
 raw msgspec decoding and the fold's peak memory, append latency (benchmarks/fold.py),
-time travel, `history` and `log -n 20` on a long log (benchmarks/timeline.py), and
+time travel, `history` and `log -n 20` on a long log (benchmarks/timeline.py), the history
+page's writing and first screen (benchmarks/page.py), and
 `pytest -q tests/test_crash.py tests/test_stress.py` in a subprocess, whose counts are
 parsed. Progress goes to stderr; the table, one row per figure (what, figure, target,
 met / NOT met), to stdout.
 
-Sizes:   --quick   fold 100k events (2 reps), 50 appends, 10 hook runs, timeline 100k events,
+Sizes:   --quick   fold 100k events (2 reps), 50 appends, 10 hook runs, timeline and page 100k events,
                    stress 2 s, 20 crash trials: well under two minutes;
-         default   fold 100k events (5 reps), 200 appends, 40 hook runs, timeline 100k events,
+         default   fold 100k events (5 reps), 200 appends, 40 hook runs, timeline and page 100k events,
                    the tests' own defaults (stress 4 s, 60 crash trials): a couple of minutes;
-         --full    fold and timeline on 1M events, stress 20 s, 150 crash trials.
+         --full    fold, timeline and page on 1M events, stress 20 s, 150 crash trials.
 Exit status 0 when every target is met, 1 otherwise.
 """
 
@@ -39,11 +40,11 @@ TEST_FILES = ("tests/test_crash.py", "tests/test_stress.py")
 
 MODES: dict[str, dict[str, Any]] = {
     "quick": {"fold_events": 100_000, "fold_reps": 2, "appends": 50, "hook_runs": 10, "timeline_events": 100_000,
-              "env": {"PLAYBOOK_STRESS_SECONDS": "2", "PLAYBOOK_CRASH_TRIALS": "20"}},
+              "page_events": 100_000, "env": {"PLAYBOOK_STRESS_SECONDS": "2", "PLAYBOOK_CRASH_TRIALS": "20"}},
     "default": {"fold_events": 100_000, "fold_reps": 5, "appends": 200, "hook_runs": 40, "timeline_events": 100_000,
-                "env": {}},
+                "page_events": 100_000, "env": {}},
     "full": {"fold_events": 1_000_000, "fold_reps": 5, "appends": 200, "hook_runs": 40,
-             "timeline_events": 1_000_000, "env": {"PLAYBOOK_STRESS_SECONDS": "20", "PLAYBOOK_CRASH_TRIALS": "150"}},
+             "timeline_events": 1_000_000, "page_events": 1_000_000, "env": {"PLAYBOOK_STRESS_SECONDS": "20", "PLAYBOOK_CRASH_TRIALS": "150"}},
 }
 
 # Targets: those the issues set for the hooks, the fold and the timeline queries. Append latency has
@@ -53,6 +54,7 @@ SESSION_END_MS = 300.0
 FOLD_RATIO = 0.5
 FOLD_PEAK_MB = 150.0
 QUERY_SECONDS, QUERY_MB = 1.0, 200.0
+PAGE_SECONDS, PAGE_MB, FIRST_SCREEN_SECONDS = 5.0, 300.0, 2.0
 
 
 def say(text: str) -> None:
@@ -229,6 +231,26 @@ def lean(report: Report, mode: dict[str, Any]) -> None:
                sim["held"] == 1 and not sim["harmful_present"])
 
 
+def page(report: Report, mode: dict[str, Any]) -> None:
+    from benchmarks import page as bench
+
+    events = mode["page_events"]
+    say(f"page: {events:,} events")
+    figures = bench.measure(events, say=lambda text: say("  " + text))
+    report.section(f"the history page on {events:,} events (page {figures['page_mb']:.0f} MB)")
+    report.row("playbook timeline --html (a fresh process)", f"{figures['write_seconds']:.2f} s, peak "
+               f"{figures['write_peak']:.0f} MB", f"< {PAGE_SECONDS:g} s, < {PAGE_MB:g} MB",
+               figures["write_seconds"] < PAGE_SECONDS and figures["write_peak"] < PAGE_MB)
+    report.row("a plain strict read of the same log (the floor)", f"{figures['read_seconds']:.2f} s "
+               f"({figures['write_seconds'] / figures['read_seconds']:.1f}x of it for the page)", "context")
+    if figures["first_screen"] is None:
+        report.row("first screen in headless Chromium", "not measured: no chromium, chromedriver or selenium",
+                   f"< {FIRST_SCREEN_SECONDS:g} s", False)
+    else:
+        report.row("first screen in headless Chromium (median of 3 loads)", f"{figures['first_screen']:.2f} s",
+                   f"< {FIRST_SCREEN_SECONDS:g} s", figures["first_screen"] < FIRST_SCREEN_SECONDS)
+
+
 # --- the crash and stress tests -------------------------------------------------------------------------------
 
 
@@ -331,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
         ("fold and append", lambda: fold_and_append(report, mode, args.tmpdir)),
         ("timeline", lambda: timeline(report, mode)),
         ("lean context", lambda: lean(report, mode)),
+        ("page", lambda: page(report, mode)),
     ]
     if not args.skip_tests:
         steps.append(("tests", lambda: tests(report, mode)))

@@ -303,19 +303,18 @@ def build(path: Path, project: str = "", chunk_events: int = CHUNK_EVENTS,
         mask = 0
         for event in events:
             if type(event) is KeyPointEvaluated:  # most of any log: inlined
-                name, rating, rationale = event.name, event.rating, event.rationale
+                name, rationale = event.name, event.rationale
                 if (n := index.get(name)) is None:
                     n = index[name] = len(strings)
                     strings.append(name)
-                if (r := index.get(rating)) is None:
-                    r = index[rating] = len(strings)
-                    strings.append(rating)
+                if (r := index.get(event.rating)) is None:
+                    r = s(event.rating)
                 why = None
                 if rationale is not None and (why := index.get(rationale)) is None:
                     why = index[rationale] = len(strings)
                     strings.append(rationale)
                 ops.append(["e", n, r, event.helpful, event.harmful, why])
-                if (section := local.get(name) or where.get(name)) is not None:
+                if (section := (local.get(name) if local else None) or where.get(name)) is not None:
                     mask |= _SECTION_BIT[section]
                 continue
             op, bits = _op(event, s, where, local)

@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from eventlog.evolve import apply_transaction
@@ -432,3 +433,45 @@ def test_page_data_comes_from_one_pass_in_chunks(project):
     added = [e for ref in refs for e in Timeline(project.repo).transaction(ref.commit.tx).events
              if isinstance(e, KeyPointAdded)]
     assert added  # the log has the changes the page shows
+
+
+class ModelCallUsage(msgspec.Struct, frozen=True, kw_only=True):
+    """A stand-in for a usage record: what the page counts is any event with integer `input_tokens`."""
+
+    seq: int
+    tx: str
+    at: str
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None = None
+
+
+def test_usage_events_give_a_cost_per_day_and_the_page_shows_it(browser, project, tmp_path, monkeypatch):
+    from projections import pagedata
+
+    transactions = list(LogReader(project.repo.store.path))
+    last = transactions[-1]
+    day = last.commit.at[:10]
+    usage = [ModelCallUsage(seq=0, tx=last.commit.tx, at=last.commit.at, input_tokens=1200, output_tokens=300,
+                            cost_usd=0.0081),
+             ModelCallUsage(seq=0, tx=last.commit.tx, at=last.commit.at, input_tokens=800, output_tokens=100)]
+    transactions[-1] = type(last)(events=[*last.events, *usage], commit=last.commit, start=last.start, end=last.end)
+
+    class Reader:
+        def __init__(self, path: Path) -> None:
+            self.position = last.end
+
+        def __iter__(self):
+            return iter(transactions)
+
+    monkeypatch.setattr(pagedata, "LogReader", Reader)
+    page = tmp_path / "usage.html"
+    write_page(project.repo, page)
+    monkeypatch.undo()
+    head = json.loads(page.read_text().split('id="pb-head">')[1].split("</script>")[0])
+    assert head["usage"] == [[day, 2, 2000, 400, 0.0081]]
+    open_page(browser, page.as_uri())
+    browser.find_element(By.ID, "tab-summary").click()
+    cost = browser.find_element(By.ID, "cost").text
+    assert day in cost and "2,000" in cost and "0.0081" in cost
+    assert console_problems(browser) == []

@@ -1,0 +1,130 @@
+"""The history page on a long log: `playbook timeline --html` (time, peak memory) and its first screen in Chromium.
+
+    python -m benchmarks.page [--events 1000000] [--keep DIR]
+
+Generates the same log as benchmarks/timeline.py, writes the page in a fresh process
+(peak memory from /proc), beside one plain strict read of the log in another (the floor
+any page builder pays), then loads the page from file:// in headless Chromium (when
+chromium, chromedriver and selenium are installed) and reads when the first screen was
+drawn, in ms since navigation began. Prints a table; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.timeline import generate
+
+WRITE_SECONDS, WRITE_MB, FIRST_SCREEN_SECONDS = 5.0, 300.0, 2.0
+
+_CHILD = r"""
+import sys, time
+started = time.perf_counter()
+what = sys.argv[1]
+if what == "page":
+    from playbook.cli import main
+    code = main(["timeline", "--project", sys.argv[2], "--html", sys.argv[3]])
+    assert code == 0, code
+else:
+    from pathlib import Path
+    from eventlog.store import LogReader
+    for _ in LogReader(Path(sys.argv[2]) / ".claude" / "playbook.events.jsonl"):
+        pass
+elapsed = time.perf_counter() - started
+peak = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM")) / 1024
+print(f"{elapsed:.3f} {peak:.1f}", file=sys.stderr)
+"""
+
+
+def _child(*args: str) -> tuple[float, float]:
+    done = subprocess.run([sys.executable, "-c", _CHILD, *args], capture_output=True, text=True, check=True)
+    seconds, peak = done.stderr.split()[-2:]
+    return float(seconds), float(peak)
+
+
+def first_screen(page: Path, runs: int = 3) -> list[float] | None:
+    """Seconds from navigation to the first screen drawn, per run; None without a browser."""
+    chromium, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.options import Options
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        return None
+    if not (chromium and driver_path):
+        return None
+    options = Options()
+    options.binary_location = chromium
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--window-size=1400,1000"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    driver.set_page_load_timeout(300)
+    times = []
+    try:
+        for _ in range(runs):
+            driver.get("about:blank")
+            driver.get(page.as_uri())
+            deadline = time.monotonic() + 120
+            while not (ready := driver.execute_script("return document.body.getAttribute('data-ready')")):
+                if time.monotonic() > deadline:
+                    raise TimeoutError("the page never drew its first screen")
+                time.sleep(0.02)
+            times.append(int(ready) / 1000)
+    finally:
+        driver.quit()
+    return times
+
+
+def measure(events: int, keep: str | None = None, say: Any = print) -> dict[str, Any]:
+    """Generate a log of `events` events, write its page and load it: the figures."""
+    with tempfile.TemporaryDirectory(prefix="bench-page-") as tmp:
+        project = Path(keep or tmp)
+        claude_dir = project / ".claude"
+        claude_dir.mkdir(parents=True, exist_ok=True)
+        log = claude_dir / "playbook.events.jsonl"
+        started = time.perf_counter()
+        generate(log, events)
+        say(f"generated {events:,} events ({log.stat().st_size / 2**20:.0f} MiB) in {time.perf_counter() - started:.1f} s")
+        page = project / "history.html"
+        read_seconds, read_peak = _child("read", str(project))
+        write_seconds, write_peak = _child("page", str(project), str(page))
+        say(f"plain strict read {read_seconds:.2f} s; page written in {write_seconds:.2f} s, peak {write_peak:.0f} MB, "
+            f"{page.stat().st_size / 1e6:.0f} MB")
+        screens = first_screen(page)
+        if screens is not None:
+            say("first screen: " + ", ".join(f"{s:.2f} s" for s in screens))
+        return {"events": events, "read_seconds": read_seconds, "read_peak": read_peak,
+                "write_seconds": write_seconds, "write_peak": write_peak, "page_mb": page.stat().st_size / 1e6,
+                "first_screen": None if screens is None else statistics.median(screens), "screens": screens}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--keep", help="generate into this directory and keep it")
+    args = parser.parse_args(argv)
+    figures = measure(args.events, args.keep)
+    met = lambda ok: "met" if ok else "NOT met"  # noqa: E731
+    print(f"  playbook timeline --html      {figures['write_seconds']:6.2f} s, peak {figures['write_peak']:.0f} MB "
+          f"(page {figures['page_mb']:.0f} MB; a plain strict read: {figures['read_seconds']:.2f} s)   "
+          f"target < {WRITE_SECONDS:g} s, < {WRITE_MB:g} MB: "
+          f"{met(figures['write_seconds'] < WRITE_SECONDS and figures['write_peak'] < WRITE_MB)}")
+    if figures["first_screen"] is None:
+        print("  first screen in Chromium      not measured (no chromium, chromedriver or selenium)")
+    else:
+        print(f"  first screen in Chromium      {figures['first_screen']:6.2f} s (median)   target < "
+              f"{FIRST_SCREEN_SECONDS:g} s: {met(figures['first_screen'] < FIRST_SCREEN_SECONDS)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
