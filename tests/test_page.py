@@ -89,7 +89,7 @@ def project(tmp_path_factory) -> Project:
     repo = PlaybookRepository(root / ".claude")
     with pytest.MonkeyPatch.context() as patch:
         tx = build_history(repo, patch)
-    tx["revert"] = revert(repo, tx["delete"]).committed.commit.tx
+        tx["revert"] = revert(repo, tx["delete"]).committed.commit.tx
     page = root / "history.html"
     write_page(repo, page, chunk_events=SMALL_CHUNKS)
     return Project(root, repo, tx, page)
