@@ -3,9 +3,12 @@
 One strict read of the log (`LogReader`, hashes checked) builds everything: each
 transaction becomes a short array of its cause and its changes (`ops`), strings are
 interned per chunk, and each chunk starts with the folded playbook before its first
-transaction (a keyframe, taken from the real fold as it goes), so the page computes
-the playbook at any point from one keyframe and at most one chunk of deltas. No
-transaction is folded twice.
+transaction (a keyframe: each event is applied with the fold's own `apply` right after
+its op is taken), so the page computes the playbook at any point from one keyframe and
+at most one chunk of deltas. No transaction is folded twice.
+
+An event with an integer `input_tokens` (and `output_tokens`, and `cost_usd` when the
+price is known) counts as model usage: the head sums it per UTC day.
 
 Layout of one chunk (JSON): `{"n": index, "first": global index of its first transaction,
 "s": [strings], "k": keyframe, "t": [transaction, ...]}`, transactions oldest first:
@@ -43,7 +46,7 @@ from eventlog.events import (
     TransactionCommitted,
     UnknownRecord,
 )
-from eventlog.evolve import apply_transaction
+from eventlog.evolve import apply
 from eventlog.store import LogReader
 
 SECTIONS: tuple[str, ...] = tuple(SECTION_SLUGS)
@@ -199,20 +202,18 @@ def _section(name: str) -> int:
     return _SECTION_INDEX.get(name, len(SECTIONS) - 1)  # the fold files an unknown section under OTHERS
 
 
-def _op(event: Any, s: Callable[[str | None], int | None], where: dict[str, str],
-        local: dict[str, str]) -> tuple[list[Any], int]:
-    """The op for one event, and the bit mask of the sections it touches (`local` holds this
-    transaction's placements so far, `where` the placements before it)."""
+def _op(event: Any, s: Callable[[str | None], int | None], where: dict[str, str]) -> tuple[list[Any], int]:
+    """The op for one event, and the bit mask of the sections it touches (`where`: the placements
+    just before it)."""
 
     def bit(name: str) -> int:
-        section = local.get(name) or where.get(name)
+        section = where.get(name)
         return 0 if section is None else 1 << _section(section)
 
     kind = type(event)
     if kind is KeyPointEvaluated:
         return ["e", s(event.name), s(event.rating), event.helpful, event.harmful, s(event.rationale)], bit(event.name)
     if kind is KeyPointAdded or kind is KeyPointImported:
-        local[event.name] = event.section
         return (["a" if kind is KeyPointAdded else "i", s(event.name), _section(event.section), s(event.text),
                  event.helpful, event.harmful], 1 << _section(event.section))
     if kind is KeyPointUpdated:
@@ -221,7 +222,6 @@ def _op(event: Any, s: Callable[[str | None], int | None], where: dict[str, str]
         mask = 1 << _section(event.section)
         for source in event.sources:
             mask |= bit(source)
-        local[event.name] = event.section
         return (["m", s(event.name), _section(event.section), s(event.text), event.helpful, event.harmful,
                  [s(source) for source in event.sources]], mask)
     if kind is KeyPointDeleted:
@@ -231,9 +231,7 @@ def _op(event: Any, s: Callable[[str | None], int | None], where: dict[str, str]
     if kind is CountersSet:
         return ["c", s(event.name), event.helpful, event.harmful], bit(event.name)
     if kind is KeyPointMoved:
-        mask = bit(event.name)
-        local[event.name] = event.to_section
-        return ["v", s(event.name), _section(event.to_section)], mask | 1 << _section(event.to_section)
+        return ["v", s(event.name), _section(event.to_section)], bit(event.name) | 1 << _section(event.to_section)
     if kind is SectionReordered:
         return ["r", _section(event.section), [s(name) for name in event.names]], 1 << _section(event.section)
     if kind is UnknownRecord:
@@ -284,7 +282,8 @@ def build(path: Path, project: str = "", chunk_events: int = CHUNK_EVENTS,
     causes: dict[str, int] = dict.fromkeys(CAUSES, 0)
     sessions: dict[str, None] = {}
     total_tx = total_events = 0
-    where = state.where
+    totals = [0, 0]  # the sums of helpful and of harmful over the playbook, kept as it changes
+    where, sections = state.where, state.sections
     reader = LogReader(path)
     for transaction in reader:
         events = transaction.events
@@ -298,7 +297,6 @@ def build(path: Path, project: str = "", chunk_events: int = CHUNK_EVENTS,
         s = current.s
         index = current.index
         strings = current.strings
-        local: dict[str, str] = {}
         ops = []
         mask = 0
         for event in events:
@@ -314,10 +312,21 @@ def build(path: Path, project: str = "", chunk_events: int = CHUNK_EVENTS,
                     why = index[rationale] = len(strings)
                     strings.append(rationale)
                 ops.append(["e", n, r, event.helpful, event.harmful, why])
-                if (section := (local.get(name) if local else None) or where.get(name)) is not None:
+                if (section := where.get(name)) is not None:  # the fold's rule for a rating, as apply_records has it
                     mask |= _SECTION_BIT[section]
+                    kp = sections[section][name]
+                    totals[0] += event.helpful - kp.helpful
+                    totals[1] += event.harmful - kp.harmful
+                    kp.helpful = event.helpful
+                    kp.harmful = event.harmful
                 continue
-            op, bits = _op(event, s, where, local)
+            op, bits = _op(event, s, where)  # before it is applied: where its entries were
+            names = _names(event)
+            before = _counters(state, names)
+            apply(state, event)
+            after = _counters(state, names)
+            totals[0] += after[0] - before[0]
+            totals[1] += after[1] - before[1]
             ops.append(op)
             mask |= bits
             if op[0] == "x" and (used := _usage(event)) is not None:
@@ -340,14 +349,13 @@ def build(path: Path, project: str = "", chunk_events: int = CHUNK_EVENTS,
             current.time_from, current.seq_from = commit.at, first_seq
         current.time_to, current.seq_to = commit.at, commit.seq
         current.events += len(events)
-        apply_transaction(state, events, commit.seq, commit.at)
-        summary.after(total_tx, commit.at, state)
+        summary.after(total_tx, commit.at, state, totals)
         total_tx += 1
         total_events += len(events)
     if current.transactions or not encoded:
         encoded.append(current.encode())
         infos.append(current.info())
-    points = summary.finish(state)
+    points = summary.finish(state, totals)
     head = PageHead(
         format=1, project=project, generated=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         sections=list(SECTIONS), transactions=total_tx, events=total_events, seq=reader.position.seq,
@@ -368,25 +376,37 @@ class _Series:
         self.stride = 1
         self.last: tuple[int, str] | None = None
 
-    def after(self, index: int, at: str, state: PlaybookState) -> None:
+    def after(self, index: int, at: str, state: PlaybookState, totals: list[int]) -> None:
         self.last = (index, at)
         if index % self.stride:
             return
-        self.points.append(_sample(index, at, state))
+        self.points.append(_sample(index, at, state, totals))
         if len(self.points) >= 2 * SUMMARY_POINTS:
             self.stride *= 2
             self.points = [point for point in self.points if point.tx % self.stride == 0]
 
-    def finish(self, state: PlaybookState) -> list[SummaryPoint]:
+    def finish(self, state: PlaybookState, totals: list[int]) -> list[SummaryPoint]:
         if self.last is not None and (not self.points or self.points[-1].tx != self.last[0]):
-            self.points.append(_sample(*self.last, state))
+            self.points.append(_sample(*self.last, state, totals))
         return self.points
 
 
-def _sample(index: int, at: str, state: PlaybookState) -> SummaryPoint:
+def _sample(index: int, at: str, state: PlaybookState, totals: list[int]) -> SummaryPoint:
+    return SummaryPoint(index, at, [len(state.sections[section]) for section in SECTIONS], totals[0], totals[1])
+
+
+def _names(event: Any) -> tuple[str, ...]:
+    """The entries whose counters an event may change or remove: its `name` and its `sources`."""
+    name = getattr(event, "name", None)
+    sources = getattr(event, "sources", None) or ()
+    return (name, *sources) if isinstance(name, str) else tuple(sources)
+
+
+def _counters(state: PlaybookState, names: tuple[str, ...]) -> tuple[int, int]:
     helpful = harmful = 0
-    for entries in state.sections.values():
-        for kp in entries.values():
+    for name in names:
+        kp = state.get(name)
+        if kp is not None:
             helpful += kp.helpful
             harmful += kp.harmful
-    return SummaryPoint(index, at, [len(state.sections[section]) for section in SECTIONS], helpful, harmful)
+    return helpful, harmful

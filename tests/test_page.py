@@ -428,7 +428,13 @@ def test_page_data_comes_from_one_pass_in_chunks(project):
     assert data.head.transactions == len(refs)
     assert sum(chunk.count for chunk in data.head.chunks) == len(refs)
     assert [chunk.first for chunk in data.head.chunks] == sorted({chunk.first for chunk in data.head.chunks})
-    assert data.head.summary[-1].per_section == [len(e) for e in project.repo.state().sections.values()]
+    states = prefix_states(project.repo)
+    assert len(data.head.summary) == len(refs)  # a short log: every transaction is a sample
+    for point in data.head.summary:  # the running sums and counts equal the fold's, after every transaction
+        state = states[point.tx + 1]
+        assert point.per_section == [len(entries) for entries in state]
+        assert (point.helpful, point.harmful) == (sum(e[2] for entries in state for e in entries),
+                                                  sum(e[3] for entries in state for e in entries))
     assert data.head.usage == []
     added = [e for ref in refs for e in Timeline(project.repo).transaction(ref.commit.tx).events
              if isinstance(e, KeyPointAdded)]
@@ -475,3 +481,15 @@ def test_usage_events_give_a_cost_per_day_and_the_page_shows_it(browser, project
     cost = browser.find_element(By.ID, "cost").text
     assert day in cost and "2,000" in cost and "0.0081" in cost
     assert console_problems(browser) == []
+
+
+def test_the_summary_keeps_a_bounded_evenly_spaced_sample_ending_at_the_last_transaction(project, monkeypatch):
+    from projections import pagedata
+
+    monkeypatch.setattr(pagedata, "SUMMARY_POINTS", 4)
+    summary = build(project.repo.store.path).head.summary
+    indexes = [point.tx for point in summary]
+    transactions = len(Timeline(project.repo).refs)
+    assert len(summary) <= 2 * 4 + 1 and indexes[-1] == transactions - 1 and indexes[0] == 0
+    steps = {b - a for a, b in zip(indexes[:-2], indexes[1:-1])}
+    assert len(steps) == 1  # evenly spaced, but for the last
