@@ -22,7 +22,7 @@ import pytest
 
 from eventlog.evolve import apply_transaction
 from eventlog.domain import PlaybookState
-from eventlog.decide import Evaluate
+from eventlog.decide import ApplyOperations, Evaluate
 from eventlog.events import Cause, Event, KeyPointAdded
 from eventlog.store import LogReader
 from playbook.audit import revert
@@ -493,3 +493,25 @@ def test_the_summary_keeps_a_bounded_evenly_spaced_sample_ending_at_the_last_tra
     assert len(summary) <= 2 * 4 + 1 and indexes[-1] == transactions - 1 and indexes[0] == 0
     steps = {b - a for a, b in zip(indexes[:-2], indexes[1:-1])}
     assert len(steps) == 1  # evenly spaced, but for the last
+
+
+def test_the_list_shows_the_newest_first_and_pages_in_older_ones(browser, tmp_path):
+    repo = PlaybookRepository(tmp_path / "long" / ".claude")
+    repo.append([ApplyOperations([{"type": "ADD", "section": "OTHERS", "text": "Keep it short"}])],
+                Cause(source="hook:SessionEnd", session="s-0"))
+    for k in range(1, 95):
+        repo.append([Evaluate([{"name": "oth-001", "rating": "helpful", "rationale": f"round {k}"}])],
+                    Cause(source="hook:SessionEnd", session=f"s-{k}"))
+    page = tmp_path / "long.html"
+    write_page(repo, page, chunk_events=SMALL_CHUNKS)
+    open_page(browser, page.as_uri())
+    sessions = lambda: browser.execute_script(  # noqa: E731
+        "return Array.from(document.querySelectorAll('#txlist .tx .meta'), (m) => m.textContent)"
+        ".filter((t) => t.startsWith('session '))")
+    first = sessions()
+    assert first[0] == "session s-94" and 0 < len(first) < 95
+    while browser.find_element(By.ID, "more").is_displayed():
+        click(browser, browser.find_element(By.ID, "more"))
+        time.sleep(0.2)
+    assert sessions() == [f"session s-{k}" for k in range(94, -1, -1)]
+    assert console_problems(browser) == []
