@@ -24,7 +24,7 @@ order) of `[name, text, helpful, harmful]` with literal strings.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
@@ -42,11 +42,13 @@ from eventlog.events import (
     KeyPointPruned,
     KeyPointsMerged,
     KeyPointUpdated,
+    LearningCompleted,
     SectionReordered,
     TransactionCommitted,
     UnknownRecord,
 )
 from eventlog.evolve import apply
+from eventlog.registry import SHORT_NAMES, tag_of, touched_names
 from eventlog.store import LogReader
 
 SECTIONS: tuple[str, ...] = tuple(SECTION_SLUGS)
@@ -136,7 +138,7 @@ def cause_of(commit: TransactionCommitted, events: list[Any]) -> Cause:
     """What kind of act a transaction was, from its commit's source (and whether a model was asked)."""
     source = commit.source
     if source.startswith("hook:") or source.startswith("learn"):
-        return "learning" if commit.model or any(type(e).__name__ == "LearningCompleted" for e in events) else "hook"
+        return "learning" if commit.model or any(isinstance(e, LearningCompleted) for e in events) else "hook"
     if source.startswith("manual"):
         return "manual"
     if source.startswith("revert"):
@@ -236,12 +238,14 @@ def _op(event: Any, s: Callable[[str | None], int | None], where: dict[str, str]
         return ["r", _section(event.section), [s(name) for name in event.names]], 1 << _section(event.section)
     if kind is UnknownRecord:
         return ["x", s(label(event.type)), None, None], 0
-    return ["x", s(label(kind.__name__)), s(getattr(event, "name", None)), s(_detail(event))], 0
+    return ["x", s(label(tag_of(event))), s(getattr(event, "name", None)), s(_detail(event))], 0
 
 
 def label(tag: str) -> str:
-    """An event tag as words: `OperationSkipped` -> `operation skipped`."""
-    return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", tag).lower()
+    """How the page names an event type it does not fold: the CLI's short name (`OperationSkipped`
+    -> `skipped`), or for a type this version does not know its tag as words."""
+    short = SHORT_NAMES.get(tag)
+    return short if short is not None else re.sub(r"(?<=[a-z])(?=[A-Z])", " ", tag).lower()
 
 
 _DETAIL_FIELDS = ("reason", "detail", "error", "hook", "file_format", "path", "version", "kept_at", "moved_to")
@@ -321,7 +325,7 @@ def build(path: Path, project: str = "", chunk_events: int = CHUNK_EVENTS,
                     kp.harmful = event.harmful
                 continue
             op, bits = _op(event, s, where)  # before it is applied: where its entries were
-            names = _names(event)
+            names = touched_names(event)
             before = _counters(state, names)
             apply(state, event)
             after = _counters(state, names)
@@ -395,14 +399,7 @@ def _sample(index: int, at: str, state: PlaybookState, totals: list[int]) -> Sum
     return SummaryPoint(index, at, [len(state.sections[section]) for section in SECTIONS], totals[0], totals[1])
 
 
-def _names(event: Any) -> tuple[str, ...]:
-    """The entries whose counters an event may change or remove: its `name` and its `sources`."""
-    name = getattr(event, "name", None)
-    sources = getattr(event, "sources", None) or ()
-    return (name, *sources) if isinstance(name, str) else tuple(sources)
-
-
-def _counters(state: PlaybookState, names: tuple[str, ...]) -> tuple[int, int]:
+def _counters(state: PlaybookState, names: Iterable[str]) -> tuple[int, int]:
     helpful = harmful = 0
     for name in names:
         kp = state.get(name)

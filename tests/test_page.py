@@ -20,10 +20,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from eventlog.evolve import apply_transaction
-from eventlog.domain import PlaybookState
 from eventlog.decide import ApplyOperations, Evaluate
+from eventlog.domain import PlaybookState
 from eventlog.events import Cause, Event, KeyPointAdded
+from eventlog.evolve import apply_transaction
+from eventlog.registry import touched_names
 from eventlog.store import LogReader
 from playbook.audit import revert
 from playbook.cli import main
@@ -31,7 +32,7 @@ from playbook.page import write_page
 from playbook.serve import make_server
 from projections.pagedata import build, safe_json
 from projections.repository import PlaybookRepository
-from projections.timeline import Timeline, touched_names
+from projections.timeline import Timeline
 
 from .pagelog import HOSTILE, build_history
 
@@ -441,7 +442,7 @@ def test_page_data_comes_from_one_pass_in_chunks(project):
     assert added  # the log has the changes the page shows
 
 
-class ModelCallUsage(msgspec.Struct, frozen=True, kw_only=True):
+class ModelCallUsage(msgspec.Struct, frozen=True, kw_only=True, tag="ModelCallUsage"):
     """A stand-in for a usage record: what the page counts is any event with integer `input_tokens`."""
 
     seq: int
@@ -510,8 +511,11 @@ def test_the_list_shows_the_newest_first_and_pages_in_older_ones(browser, tmp_pa
         ".filter((t) => t.startsWith('session '))")
     first = sessions()
     assert first[0] == "session s-94" and 0 < len(first) < 95
-    while browser.find_element(By.ID, "more").is_displayed():
+    for _ in range(10):
+        if not browser.find_element(By.ID, "more").is_displayed():
+            break
         click(browser, browser.find_element(By.ID, "more"))
-        time.sleep(0.2)
+        time.sleep(0.3)
+    assert not browser.find_element(By.ID, "more").is_displayed()  # nothing older left
     assert sessions() == [f"session s-{k}" for k in range(94, -1, -1)]
     assert console_problems(browser) == []
