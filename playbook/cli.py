@@ -232,7 +232,7 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     target = Path(args.html)
     if target.is_dir():
         raise PlaybookError(f"{args.html} is a directory: give the page's file name")
-    size = write_page(repo, target, progress=_progress(repo.store.path))
+    size = write_page(repo, target, progress=_progress(repo.log_path))
     print(f"wrote {target} ({size / 1e6:.1f} MB): open it in a browser, no network needed")
     return 0
 
@@ -260,8 +260,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         server = make_server(repository(_project(args)), args.port)
     except OSError as exc:
         raise PlaybookError(f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}") from exc
-    host, port = server.server_address[:2]
-    url = f"http://{host}:{port}/"
+    port = server.server_address[1]
+    url = f"http://127.0.0.1:{port}/"
     print(f"serving the playbook's history at {url} (read-only; Ctrl-C stops)", flush=True)
     if args.open:
         import webbrowser

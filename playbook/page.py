@@ -75,7 +75,7 @@ def page_parts(data: PageData, source: Source = "embedded") -> Iterator[bytes]:
 def page_data(repo: PlaybookRepository, progress: Callable[[int], None] | None = None,
               chunk_events: int = CHUNK_EVENTS) -> PageData:
     """The page data of a project's log (one pass over it)."""
-    return build(repo.store.path, project=repo.claude_dir.parent.name, chunk_events=chunk_events, progress=progress)
+    return build(repo.log_path, project=repo.claude_dir.parent.name, chunk_events=chunk_events, progress=progress)
 
 
 def write_page(repo: PlaybookRepository, target: Path, progress: Callable[[int], None] | None = None,

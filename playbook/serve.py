@@ -38,7 +38,7 @@ class PageSource:
 
     def _log_stamp(self) -> tuple[int, int]:
         try:
-            stat = Path(self.repo.store.path).stat()
+            stat = Path(self.repo.log_path).stat()
         except OSError:
             return (-1, -1)
         return (stat.st_size, stat.st_mtime_ns)

@@ -236,8 +236,6 @@ def _op(event: Any, s: Callable[[str | None], int | None], where: dict[str, str]
         return ["v", s(event.name), _section(event.to_section)], bit(event.name) | 1 << _section(event.to_section)
     if kind is SectionReordered:
         return ["r", _section(event.section), [s(name) for name in event.names]], 1 << _section(event.section)
-    if kind is UnknownRecord:
-        return ["x", s(label(event.type)), None, None], 0
     return ["x", s(label(tag_of(event))), s(getattr(event, "name", None)), s(_detail(event))], 0
 
 
@@ -323,6 +321,9 @@ def build(path: Path, project: str = "", chunk_events: int = CHUNK_EVENTS,
                     totals[1] += event.harmful - kp.harmful
                     kp.helpful = event.helpful
                     kp.harmful = event.harmful
+                continue
+            if isinstance(event, UnknownRecord):  # a newer version's record: shown, never applied
+                ops.append(["x", s(label(event.type)), None, None])
                 continue
             op, bits = _op(event, s, where)  # before it is applied: where its entries were
             names = touched_names(event)

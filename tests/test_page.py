@@ -131,7 +131,7 @@ def prefix_states(repo: PlaybookRepository) -> list[list[list[list]]]:
     """The playbook after each number of transactions, by the real fold (0: before any)."""
     state, states = PlaybookState(), []
     states.append([[] for _ in state.sections])
-    for transaction in LogReader(repo.store.path):
+    for transaction in LogReader(repo.log_path):
         apply_transaction(state, transaction.events, transaction.commit.seq, transaction.commit.at)
         states.append([[[kp.name, kp.text, kp.helpful, kp.harmful] for kp in entries.values()]
                        for entries in state.sections.values()])
@@ -424,7 +424,7 @@ def test_an_empty_log_gives_a_page_with_an_empty_playbook(browser, tmp_path):
 
 
 def test_page_data_comes_from_one_pass_in_chunks(project):
-    data = build(project.repo.store.path, chunk_events=SMALL_CHUNKS)
+    data = build(project.repo.log_path, chunk_events=SMALL_CHUNKS)
     refs = Timeline(project.repo).refs
     assert data.head.transactions == len(refs)
     assert sum(chunk.count for chunk in data.head.chunks) == len(refs)
@@ -456,7 +456,7 @@ class ModelCallUsage(msgspec.Struct, frozen=True, kw_only=True, tag="ModelCallUs
 def test_usage_events_give_a_cost_per_day_and_the_page_shows_it(browser, project, tmp_path, monkeypatch):
     from projections import pagedata
 
-    transactions = list(LogReader(project.repo.store.path))
+    transactions = list(LogReader(project.repo.log_path))
     last = transactions[-1]
     day = last.commit.at[:10]
     usage = [ModelCallUsage(seq=0, tx=last.commit.tx, at=last.commit.at, input_tokens=1200, output_tokens=300,
@@ -488,7 +488,7 @@ def test_the_summary_keeps_a_bounded_evenly_spaced_sample_ending_at_the_last_tra
     from projections import pagedata
 
     monkeypatch.setattr(pagedata, "SUMMARY_POINTS", 4)
-    summary = build(project.repo.store.path).head.summary
+    summary = build(project.repo.log_path).head.summary
     indexes = [point.tx for point in summary]
     transactions = len(Timeline(project.repo).refs)
     assert len(summary) <= 2 * 4 + 1 and indexes[-1] == transactions - 1 and indexes[0] == 0
