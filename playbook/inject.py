@@ -7,6 +7,7 @@ falls back to the full machinery, which brings the projection up to date.
 """
 
 import os
+import stat
 import sys
 
 INJECTION_NAME = "playbook.hook.json"
@@ -31,7 +32,11 @@ def settings_stamp(project: str) -> str:
 def _fast(claude_dir: str) -> "bytes | None":  # a string: the plugin runs this under any Python 3
     """The hook output if the projection is current, else None."""
     try:
-        with open(os.path.join(claude_dir, INJECTION_NAME), "rb") as handle:
+        # Non-blocking, and a regular file only: a repository can carry this name as a link to
+        # /dev/zero (read without end) or to a FIFO (an open that never returns).
+        with os.fdopen(os.open(os.path.join(claude_dir, INJECTION_NAME), os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None
             data = handle.read()
         header, _, output = data.partition(b"\n")
         size, mtime, stamp = header.split()

@@ -9,6 +9,7 @@ nothing and exits 0.
 """
 
 import os
+import stat
 import sys
 
 try:  # the C half of `json`, without the rest: `import json` brings in `re` and `enum`, tens of ms
@@ -64,7 +65,11 @@ def settings_stamp(project: str) -> str:
 def _index(project: str) -> bytes | None:
     """The index after its header, if it reflects the log and settings as they are now."""
     claude_dir = os.path.join(project, ".claude")
-    with open(os.path.join(claude_dir, RECALL_NAME), "rb") as handle:
+    # Non-blocking, and a regular file only: a repository can carry this name as a link to a FIFO
+    # (an open that never returns) or to a device.
+    with os.fdopen(os.open(os.path.join(claude_dir, RECALL_NAME), os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return None
         data = handle.read(MAX_INDEX_BYTES + 1)
     if len(data) > MAX_INDEX_BYTES:
         return None
