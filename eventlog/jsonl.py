@@ -61,7 +61,7 @@ class JsonlEventStore:
         except OSError as exc:
             raise StorageError.failed("create directory", self.path.parent, exc) from exc
         try:
-            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
         except OSError as exc:
             raise StorageError.failed("lock", self.lock_path, exc) from exc
         try:
@@ -95,7 +95,7 @@ class JsonlEventStore:
                 handle.flush()
                 os.fsync(handle.fileno())
             fault("after-cut")
-            fd = os.open(self.path, os.O_RDWR)
+            fd = os.open(self.path, os.O_RDWR | os.O_NOFOLLOW)
             try:
                 os.ftruncate(fd, torn.offset)
                 os.fsync(fd)
@@ -122,7 +122,7 @@ class JsonlEventStore:
         payload = b"".join(lines)
         created = not self.path.exists()
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
             try:
                 found = os.fstat(fd).st_size
                 if found != position.offset:

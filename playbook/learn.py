@@ -62,7 +62,7 @@ def request_learning(project: Path, hook: str, transcript: str, session: str | N
 def spawn_learner(project: Path) -> None:
     """Start `playbook learn --pending` for `project`, detached: it outlives the hook and Claude Code."""
     log_path = project / ".claude" / LEARN_LOG
-    with os.fdopen(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE), "ab") as log:
+    with os.fdopen(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE), "ab") as log:
         subprocess.Popen(
             # -I: the learner runs in the project's directory, whose own `playbook/` must not be imported.
             [sys.executable, "-I", "-m", "playbook", "--project", str(project), "learn", "--pending"],
@@ -73,7 +73,7 @@ def spawn_learner(project: Path) -> None:
 
 @contextmanager
 def learning_lock(project: Path) -> Iterator[None]:
-    fd = os.open(project / ".claude" / LEARN_LOCK, os.O_RDWR | os.O_CREAT, FILE_MODE)
+    fd = os.open(project / ".claude" / LEARN_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

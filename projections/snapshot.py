@@ -167,7 +167,7 @@ def write_atomically(path: Path, data: bytes) -> None:
     """Replace `path` with `data`: readers see the old file or the new one, never a mix. Durable when it returns."""
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with os.fdopen(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE), "wb") as handle:
+        with os.fdopen(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE), "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
