@@ -1,5 +1,9 @@
 import sys
 
-from .cli import main
+try:
+    from .cli import main
+except Exception as exc:  # a dependency that no longer imports: one line, never a traceback into Claude Code
+    print(f"playbook: cannot start: {type(exc).__name__}: {exc}", file=sys.stderr)
+    sys.exit(0 if sys.argv[1:2] == ["hook"] else 1)  # a hook always exits 0
 
 sys.exit(main())

@@ -1,0 +1,45 @@
+"""A hook run in an environment whose dependency no longer imports (a library removed or damaged after
+the set-up finished) says so in one line and exits 0: no traceback reaches Claude Code."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def broken_python(tmp_path_factory: pytest.TempPathFactory) -> str:
+    venv = tmp_path_factory.mktemp("broken") / "venv"
+    subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip", str(venv)],
+                   check=True)
+    python = str(venv / "bin" / "python")
+    site = subprocess.run([python, "-I", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    (Path(site) / "playbook_root.pth").write_text(f"{ROOT}\n")
+    (Path(site) / "msgspec").mkdir()
+    (Path(site) / "msgspec" / "__init__.py").write_text('raise ImportError("msgspec/_core.so: cannot open shared object file")\n')
+    return python
+
+
+@pytest.mark.parametrize("event", ["SessionEnd", "PreCompact", "SubagentStop"])
+def test_hook_in_a_broken_environment_says_one_line(broken_python: str, tmp_path: Path, event: str) -> None:
+    env = {**os.environ, "PLAYBOOK_PYTHON": broken_python, "CLAUDE_PROJECT_DIR": str(tmp_path)}
+    done = subprocess.run(["sh", str(ROOT / "hooks" / "playbook-hook"), event], input=b"{}", capture_output=True,
+                          env=env, cwd=tmp_path, timeout=30)
+    assert done.returncode == 0
+    assert done.stdout == b""
+    assert b"Traceback" not in done.stderr
+    assert done.stderr.count(b"\n") == 1 and b"msgspec/_core.so" in done.stderr, done.stderr
+
+
+def test_cli_in_a_broken_environment_fails_in_one_line(broken_python: str, tmp_path: Path) -> None:
+    done = subprocess.run([broken_python, "-I", "-m", "playbook", "show"], capture_output=True, cwd=tmp_path,
+                          timeout=30)
+    assert done.returncode == 1
+    assert b"Traceback" not in done.stderr and done.stderr.count(b"\n") == 1, done.stderr
