@@ -206,8 +206,10 @@ def main() -> int:
     try:
         try:
             payload = top_level_strings(sys.stdin.buffer.read(1 << 20).decode("utf-8", "replace"))
-        except (ValueError, IndexError, RecursionError):
-            return 0  # not the hook input Claude Code sends: nothing to add
+        except (ValueError, IndexError, RecursionError, SystemError):
+            # SystemError: the C scanner's way of failing while `json.decoder`, which holds its error
+            # type, is not imported. Either way: not the hook input Claude Code sends, nothing to add.
+            return 0
         prompt = payload.get("prompt")
         if not prompt or not prompt.strip():
             return 0
