@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,8 @@ class SettingsFileError(PlaybookError):
 
 
 def _quote(path: str) -> str:
-    return '"' + path.replace('"', '\\"') + '"'
+    # Claude Code runs the command through a shell: only single quotes keep `$`, backticks and `\` as they are.
+    return shlex.quote(path)
 
 
 def hook_command(event: str, python: str | None = None) -> str:
