@@ -241,6 +241,39 @@ class LearningSkipped(Event, frozen=True, kw_only=True, tag="LearningSkipped"):
     through_line: int | None = None
 
 
+class BranchesMerged(Event, frozen=True, kw_only=True, tag="BranchesMerged"):
+    """Two logs that share an ancestor were merged.
+
+    `heads` are the last transactions of the two sides (sorted, so both sides record the same),
+    `ancestor` the last transaction of their common ancestor ("" for none). Every transaction
+    after seq `shared_seq` came from one side or both, and was appended again in (time,
+    transaction id) order with new sequence numbers and hashes; `appended` counts them.
+    `reverted` lists transactions undone because one side had dropped them (a `git revert`).
+    """
+
+    heads: list[str]
+    ancestor: str = ""
+    shared_seq: int = 0
+    appended: int = 0
+    reverted: list[str] = []
+
+
+class MergeConflictResolved(Event, frozen=True, kw_only=True, tag="MergeConflictResolved"):
+    """Both sides of a merge changed key point `name`; `rule` decided, and the losing version is kept here.
+
+    conflict: update/update | update/delete | update/merge | delete/merge | merge/merge.
+    `kept_tx` made the change that stands, `lost_tx` the one that does not; `lost_text` is the
+    text the loser wanted (or had), so it can be restored by hand.
+    """
+
+    name: str
+    conflict: str
+    rule: str
+    kept_tx: str
+    lost_tx: str
+    lost_text: str | None = None
+
+
 class TransactionCommitted(Record, frozen=True, kw_only=True, tag="TransactionCommitted"):
     """Closes a transaction of `events` records. Readers see a transaction only once this is written."""
 

@@ -14,13 +14,14 @@ The chain is CRC-32, kept behind `extend`, `line_hash`, `running_after`, `start`
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 import msgspec
 
 from .events import RecordType, TransactionCommitted, encodable_record, encoder
+from .positions import Position
 from .registry import RECORD_TAGS, record_decoder, unknown_decoder
 
 HASH_KEY = b',"h":"'
@@ -113,6 +114,31 @@ def encoded(record: RecordType, running: int) -> tuple[RecordType, bytes, int]:
     except ValueError:  # UnicodeEncodeError, or an integer too long to write
         record = encodable_record(record)
         return (record, *encode_line(record, running))
+
+
+def restamp(transactions: Iterable[tuple[Sequence[Any], TransactionCommitted]], after: Position) -> tuple[bytes, Position]:
+    """The lines of whole transactions written again after position `after` of a log (a merge).
+
+    Each transaction keeps its id, its time and its records' content; only the sequence
+    numbers and the chain are new, made by the same encoding every append uses. A record
+    without its transaction's id or time is given them. Returns the bytes and the position
+    after them.
+    """
+    seq, line_count = after.seq, after.line
+    running = start(after.hash)
+    lines: list[bytes] = []
+    replace = msgspec.structs.replace
+    for events, commit in transactions:
+        tx, at = commit.tx, commit.at
+        for event in events:
+            seq += 1
+            _record, line, running = encoded(replace(event, seq=seq, tx=tx, at=event.at or at), running)
+            lines.append(line)
+        seq += 1
+        _record, line, running = encoded(replace(commit, seq=seq, events=len(events)), running)
+        lines.append(line)
+    data = b"".join(lines)
+    return data, Position(after.offset + len(data), seq, text(running), line_count + len(lines))
 
 
 def split_hash(line: bytes) -> tuple[bytes, int] | None:

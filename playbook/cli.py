@@ -405,6 +405,60 @@ def cmd_uninstall(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_share(args: argparse.Namespace) -> int:
+    from .share import share
+
+    project = _project(args)
+    for line in share(project):
+        print(line)
+    print(f"shared: commit .gitattributes, .gitignore and {project.name}/.claude/playbook.events.jsonl; "
+          "each teammate's clone registers the driver on its first playbook command (or runs playbook share)")
+    return 0
+
+
+def cmd_unshare(args: argparse.Namespace) -> int:
+    from .share import unshare
+
+    done = unshare(_project(args))
+    for line in done:
+        print(line)
+    if not done:
+        print("nothing to undo: the playbook was not shared here")
+    return 0
+
+
+def cmd_merge_driver(args: argparse.Namespace) -> int:
+    from .merging import merge_driver
+
+    return merge_driver(args.ancestor, args.ours, args.theirs, args.path or "")
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from . import report
+    from .merging import merge_file, summary
+
+    outcome = merge_file(repository(_project(args)), Path(args.other))
+    if args.json:
+        _out_json({"brought": outcome.brought, "appended": outcome.appended, "unchanged": outcome.unchanged,
+                   "renamed": outcome.renamed, "conflicts": outcome.conflicts, "reverted": outcome.reverted})
+    else:
+        print(f"{report.clean(args.other)}: {summary(outcome)}")
+    return 0
+
+
+def cmd_git_hook(args: argparse.Namespace) -> int:
+    from .merging import after_git
+
+    try:
+        after_git(_project(args))
+    except Exception as exc:  # a git hook must never get in git's way
+        from .report import clean
+
+        print(f"playbook: could not refresh the playbook after git {clean(args.name)}: {clean(str(exc))}",
+              file=sys.stderr)
+    return 0
+
+
 # --- the parser ------------------------------------------------------------------------------------------
 
 
@@ -460,7 +514,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="only these event types (repeatable, comma-separated): a tag like KeyPointDeleted or a "
                           "short form: added, imported, updated, merged, deleted, evaluated, pruned, moved, counters, "
                           "reordered, version, skipped, repaired, set-aside, requested, completed, failed, "
-                          "learning-skipped, learning")
+                          "learning-skipped, learning, branches-merged, conflict")
     log.add_argument("--since", metavar="WHEN", help="only transactions from WHEN on (inclusive)")
     log.add_argument("--until", metavar="WHEN", help="only transactions up to WHEN (inclusive)")
     log.add_argument("-n", type=int, default=20, metavar="N", help="at most N transactions (default 20; 0: all)")
@@ -506,7 +560,25 @@ def build_parser() -> argparse.ArgumentParser:
                             ("uninstall", cmd_uninstall, "remove the playbook hooks from Claude Code's settings")):
         sub = add(name, run, text, parents=plain)
         sub.add_argument("--user", action="store_true", help="~/.claude/settings.json instead of the project's")
+    add("share", cmd_share, "share the playbook through git: .gitattributes, .gitignore, the merge driver, git "
+        "hooks", parents=plain)
+    add("unshare", cmd_unshare, "undo playbook share", parents=plain)
+    merge = add("merge", cmd_merge, "merge another copy of the log (another machine's) into this project's")
+    merge.add_argument("other", metavar="OTHER_LOG")
+    driver = add("merge-driver", cmd_merge_driver, "git's merge driver for the log (registered by playbook share)",
+                 parents=plain)
+    driver.add_argument("ancestor", metavar="O")
+    driver.add_argument("ours", metavar="A")
+    driver.add_argument("theirs", metavar="B")
+    driver.add_argument("path", metavar="P", nargs="?")
+    git_hook = add("git-hook", cmd_git_hook, "run after git changed the working tree (installed by playbook share)",
+                   parents=plain)
+    git_hook.add_argument("name", metavar="HOOK")
+    git_hook.add_argument("hook_args", nargs="*", help=argparse.SUPPRESS)
     return parser
+
+
+_NO_REGISTRATION = frozenset({"merge-driver", "git-hook", "share", "unshare", "hook"})
 
 
 def _safe_stdout() -> None:
@@ -522,6 +594,10 @@ def _safe_stdout() -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _safe_stdout()
+    if args.command not in _NO_REGISTRATION:
+        from .share import ensure_registered
+
+        ensure_registered(_project(args))
     try:
         code = args.run(args)
         sys.stdout.flush()  # inside the try: a closed pipe is reported here, not at exit

@@ -143,6 +143,21 @@ def _held(e: ev.CurationHeld) -> Parts:
     return "!", "held", f"curator reply not applied: {clean(e.reason)}", "magenta"
 
 
+def _branches_merged(e: ev.BranchesMerged) -> Parts:
+    detail = f"heads {', '.join(clean(h) for h in e.heads)}"
+    detail += f" over ancestor {clean(e.ancestor)}" if e.ancestor else " (no common ancestor)"
+    detail += f": {e.appended} transaction(s) after seq {e.shared_seq} appended in time order"
+    if e.reverted:
+        detail += f"; reverted {', '.join(clean(t) for t in e.reverted)}"
+    return "&", "branches merged", detail, "cyan"
+
+
+def _conflict(e: ev.MergeConflictResolved) -> Parts:
+    lost = f"  (lost: {quote(e.lost_text)})" if e.lost_text is not None else ""
+    return ("!", "conflict", f"{clean(e.name)}  {clean(e.conflict)}: {clean(e.rule)}; kept {clean(e.kept_tx)}, "
+            f"lost {clean(e.lost_tx)}{lost}", "magenta")
+
+
 def _unknown(e: ev.UnknownRecord) -> Parts:
     return "?", "unknown", f"{clean(e.type)} (written by a newer version; not applied)", "dim"
 
@@ -155,7 +170,7 @@ PARTS: dict[type, Callable[[Any], Parts]] = {
     ev.OperationSkipped: _skipped, ev.TailRepaired: _repaired, ev.SnapshotSetAside: _set_aside,
     ev.LearningRequested: _requested, ev.LearningCompleted: _completed, ev.LearningFailed: _failed,
     ev.LearningSkipped: _learning_skipped, ev.KeyPointMarkedStale: _marked_stale, ev.CurationHeld: _held,
-    ev.UnknownRecord: _unknown,
+    ev.BranchesMerged: _branches_merged, ev.MergeConflictResolved: _conflict, ev.UnknownRecord: _unknown,
 }
 """Each event type's one-line rendering, by its exact type."""
 
@@ -222,6 +237,11 @@ def _h_stale(e: ev.KeyPointMarkedStale, name: str, session: str | None) -> Kind:
     return "stale", f"marked stale: neither rated nor cited in {e.idle_sessions} sessions"
 
 
+def _h_conflict(e: ev.MergeConflictResolved, name: str, session: str | None) -> Kind:
+    lost = f"; the losing text was {quote(e.lost_text)}" if e.lost_text is not None else ""
+    return "conflict", f"changed on both sides of a merge ({clean(e.conflict)}): {clean(e.rule)}{lost}"
+
+
 def _h_cited(e: ev.LearningCompleted, name: str, session: str | None) -> Kind:
     return "cited", f"cited by session {clean(session) if session else '(unknown)'}"
 
@@ -231,6 +251,7 @@ HISTORY: dict[type, Callable[[Any, str, str | None], Kind]] = {
     ev.KeyPointEvaluated: _h_evaluated, ev.CountersSet: _h_counters, ev.KeyPointMoved: _h_moved,
     ev.KeyPointsMerged: _h_merged, ev.KeyPointDeleted: _h_deleted, ev.KeyPointPruned: _h_pruned,
     ev.OperationSkipped: _h_skipped, ev.LearningCompleted: _h_cited, ev.KeyPointMarkedStale: _h_stale,
+    ev.MergeConflictResolved: _h_conflict,
 }
 """What an event type did to the entry a history is about; others read as their one-line form."""
 

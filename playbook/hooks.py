@@ -141,6 +141,9 @@ def run_hook(event: str, stdin: Any = None) -> int:
             sys.stdout.buffer.write(session_start_output(_project(payload)))
             sys.stdout.flush()
         elif event in LEARNING_EVENTS:
+            from .share import ensure_registered
+
+            ensure_registered(_project(payload))
             note = learning_hook(event, payload)
             if note:
                 _say(note)

@@ -13,7 +13,11 @@ import os
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
+<<<<<<< HEAD
 from typing import NamedTuple
+=======
+from typing import TypeVar
+>>>>>>> ddab38f (Merge two copies of the log by replaying each side's transactions on the fold; share it through git with a merge driver)
 
 import msgspec
 
@@ -36,6 +40,7 @@ LOG_NAME = "playbook.events.jsonl"
 SNAPSHOT_NAME = "playbook.json"
 
 Decider = Callable[[PlaybookState], list[Event]]
+T = TypeVar("T")
 
 
 class Housekept(NamedTuple):
@@ -153,6 +158,16 @@ class PlaybookRepository:
             state, position, _taken_in = self._housekeep()
             self._write_snapshot(state, position)
             return state
+
+    def replace_log(self, build: Callable[[Path], T]) -> T:
+        """Under the lock, let `build(log_path)` replace the log file whole (write a new file, `os.replace`),
+        then bring the projections up to date with what it wrote. Returns what `build` returns."""
+        with self.store.locked():
+            self._housekeep()
+            result = build(self.store.path)
+            state, position = self.current()
+            self._write_snapshot(state, position)
+            return result
 
     def rebuild(self) -> Position:
         """Rewrite playbook.json and the checkpoints from the whole log."""

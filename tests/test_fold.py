@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 import pytest
 
+import eventlog.events as ev
 import eventlog.store
 from benchmarks.fold import write_log
 from eventlog.domain import PRUNE_RULE, PlaybookState
@@ -65,6 +66,10 @@ EVERY_TYPE: list[list[Event | dict[str, Any]]] = [
     [KeyPointMarkedStale(name="pref-001", idle_sessions=20),
      CurationHeld(reason="it would delete 8 of 10 key points", operations=[{"type": "DELETE", "target_id": "x"}],
                   entries=10, removed=8, chars_before=900, chars_after=100)],
+    [ev.BranchesMerged(heads=["0000000000000006", "00000000000000ff"], ancestor="0000000000000005", shared_seq=20,
+                       appended=2, reverted=["0000000000000004"]),
+     ev.MergeConflictResolved(name="pref-001", conflict="update/update", rule="later wins",
+                              kept_tx="0000000000000006", lost_tx="00000000000000ff", lost_text="as the other side had it")],
     [],  # a transaction of no events (a commit alone)
 ]
 

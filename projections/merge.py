@@ -1,0 +1,317 @@
+"""Merging two copies of a project's log: two git branches, or another machine's copy.
+
+The bytes both copies share stay as they are. Each side's transactions after them are
+replayed onto the merged state (`eventlog.merge`, on decide and evolve) and written again
+after the shared bytes with new sequence numbers and hashes (`eventlog.store.restamp`); a
+`BranchesMerged` transaction closes the merge and carries the conflicts it resolved.
+
+With a common ancestor (git's merge base), a transaction of the ancestor that one side no
+longer has was dropped by that side (a `git revert`, or a cherry-pick that did not bring
+it): when ours still has it, it is undone by a revert transaction appended to the merge;
+when only theirs has it, it is not brought over. The merged log is a pure function of the
+inputs, so both sides of a merge write the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import msgspec
+
+from eventlog.decide import ReplaceContent, decide
+from eventlog.domain import PlaybookState
+from eventlog.errors import CorruptLogError, PlaybookError
+from eventlog.events import (
+    BranchesMerged,
+    Cause,
+    Event,
+    KeyPointAdded,
+    MergeConflictResolved,
+    TransactionCommitted,
+    UnknownRecord,
+    record_decoder,
+)
+from eventlog.evolve import apply_transaction
+from eventlog.merge import Merged, Replayed, Tx, merge_transactions
+from eventlog.logformat import restamp
+from eventlog.store import FILE_MODE, LogReader, Position, fold_log
+
+from .snapshot import playbook_dict
+from .timeline import touched_names
+
+_CHUNK = 1 << 20
+
+
+class MergeRefused(PlaybookError):
+    """The logs cannot be merged (damaged, hand-edited, unfinished, or a revert that would undo later work)."""
+
+
+class MergeOutcome(msgspec.Struct):
+    """What a merge writes: the first `keep` bytes of `base` (ours or theirs), then `tail`."""
+
+    base: str
+    keep: int
+    tail: bytes
+    brought: int = 0
+    """Transactions of theirs that ours did not have."""
+    appended: int = 0
+    """Transactions written again after the shared bytes (both sides', the merge record and any revert)."""
+    conflicts: list[MergeConflictResolved] = []
+    renamed: list[tuple[str, str]] = []
+    reverted: list[str] = []
+    left_out: list[str] = []
+
+    @property
+    def unchanged(self) -> bool:
+        return self.base == "ours" and not self.tail
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def common_prefix(a: Path, b: Path) -> int:
+    """How many leading bytes the two files share (read in chunks; a missing file is empty)."""
+    try:
+        left, right = open(a, "rb"), open(b, "rb")
+    except FileNotFoundError:
+        return 0
+    shared = 0
+    with left, right:
+        while True:
+            x, y = left.read(_CHUNK), right.read(_CHUNK)
+            if x == y:
+                if not x:
+                    return shared
+                shared += len(x)
+                continue
+            low, high = 0, min(len(x), len(y))
+            while low < high:  # the longest common prefix of the two chunks
+                middle = (low + high + 1) // 2
+                if x[:middle] == y[:middle]:
+                    low = middle
+                else:
+                    high = middle - 1
+            return shared + low
+
+
+def _rest(path: Path, start: Position, label: str) -> tuple[list[Tx], Position]:
+    """The committed transactions of `path` after `start`, checked line by line as every reader does."""
+    reader = LogReader(path, start)
+    try:
+        transactions = list(reader)
+    except CorruptLogError as exc:
+        raise MergeRefused(f"{label} is not a clean log: line {exc.line}: {exc.reason}") from exc
+    if reader.torn is not None:
+        raise MergeRefused(f"{label} ends in an unfinished transaction ({reader.torn.length} bytes after line "
+                           f"{reader.torn.line - 1}); let its writer finish, or run `playbook verify`")
+    result = []
+    for transaction in transactions:
+        for event in transaction.events:
+            if isinstance(event, UnknownRecord):
+                raise MergeRefused(f"{label} holds a {event.type} record of a newer version of playbook "
+                                   f"(seq {event.seq}); merge with that version")
+        result.append(Tx(transaction.events, transaction.commit))  # type: ignore[arg-type]
+    return result, reader.position
+
+
+def _fold_prefix(path: Path, until: int, label: str) -> tuple[PlaybookState, Position]:
+    try:
+        state, position, _torn = fold_log(path, PlaybookState(), until=until)
+    except CorruptLogError as exc:
+        raise MergeRefused(f"{label} is not a clean log: line {exc.line}: {exc.reason}") from exc
+    return state, position
+
+
+def _last_commit(path: Path, offset: int) -> str:
+    """The transaction id of the commit line ending at `offset` ("" when there is none)."""
+    if offset <= 0:
+        return ""
+    with open(path, "rb") as handle:
+        start = max(offset - (64 << 10), 0)
+        handle.seek(start)
+        block = handle.read(offset - start)
+    line = block[block.rfind(b"\n", 0, len(block) - 1) + 1 :]
+    try:
+        record = record_decoder.decode(line)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return ""
+    return record.tx if isinstance(record, TransactionCommitted) else ""
+
+
+def _stable_id(*parts: object) -> str:
+    """A transaction id both sides of a merge compute alike."""
+    return hashlib.blake2b(msgspec.json.encode(parts), digest_size=8).hexdigest()
+
+
+def _commit(tx: str, at: str, cause: Cause) -> TransactionCommitted:
+    return TransactionCommitted(tx=tx, at=at, events=0, source=cause.source, session=cause.session,
+                                model=cause.model, analysis=cause.analysis, reasoning=cause.reasoning, note=cause.note)
+
+
+def _stamped(events: list[Event], tx: str, at: str) -> list[Event]:
+    return [msgspec.structs.replace(event, tx=tx, at=at) for event in events]
+
+
+def _revert(state_before: PlaybookState, current: PlaybookState, sequence: list[Tx], undo: set[str],
+            at: str) -> Tx | None:
+    """The transaction that undoes the transactions `undo` of `sequence` (whose fold is `current`), or None
+    when that changes nothing. Refuses when later transactions changed the same entries."""
+    without = state_before
+    touched: set[str] = set()
+    later: dict[str, list[str]] = {}
+    seen_first = False
+    for tx in sequence:
+        names = {name for event in tx.events for name in touched_names(event)}
+        if tx.commit.tx in undo:
+            seen_first = True
+            touched |= names
+            continue
+        apply_transaction(without, list(tx.events), tx.commit.seq, tx.commit.at)
+        if seen_first:
+            for name in names:
+                later.setdefault(name, []).append(tx.commit.tx)
+    conflicts = {name: txs for name, txs in later.items() if name in touched}
+    if conflicts:
+        detail = "; ".join(f"{name} by {', '.join(txs)}" for name, txs in sorted(conflicts.items()))
+        raise MergeRefused(f"cannot undo {', '.join(sorted(undo))}: later transactions changed the same entries "
+                           f"({detail}); keep ours and run `playbook revert TX --force` to undo the rest")
+    events = decide(current, ReplaceContent(target=playbook_dict(without), origin="revert", base=current))
+    if not events:
+        return None
+    tx = _stable_id("revert", sorted(undo))
+    cause = Cause(source="revert", note=f"undoes {', '.join(sorted(undo))}, which the other side dropped")
+    return Tx(_stamped(events, tx, at), _commit(tx, at, cause))
+
+
+def merge_logs(ours: Path, theirs: Path, ancestor: Path | None = None, note: str = "merge",
+               labels: tuple[str, str, str] = ("ours", "theirs", "the ancestor")) -> MergeOutcome:
+    """Merge log `theirs` into log `ours`, given their common `ancestor` log if known.
+
+    Neither file is changed: the outcome says what to write (`write_merged`). Raises
+    MergeRefused, with one line saying why, for a log that is damaged, hand-edited, ends in
+    an unfinished write or holds records of a newer version.
+    """
+    ours_label, theirs_label, ancestor_label = labels
+    shared = common_prefix(ours, theirs)
+    ours_size, theirs_size = _size(ours), _size(theirs)
+    state, prefix = _fold_prefix(ours, shared, ours_label)
+    ours_rest, ours_end = _rest(ours, prefix, ours_label)
+    theirs_rest, theirs_end = _rest(theirs, prefix, theirs_label)
+    if ours_end.offset != ours_size or theirs_end.offset != theirs_size:  # pragma: no cover - _rest checks
+        raise MergeRefused("a log changed while it was being merged")
+    ours_ids = {tx.commit.tx for tx in ours_rest}
+    theirs_ids = {tx.commit.tx for tx in theirs_rest}
+
+    left_out: set[str] = set()  # the ancestor's, dropped by ours: not brought over
+    undo: set[str] = set()  # the ancestor's, dropped by theirs: undone
+    ancestor_tx = ""
+    if ancestor is not None and _size(ancestor):
+        ancestor_size = _size(ancestor)
+        ancestor_tx = _last_commit(ancestor, ancestor_size)
+        in_ours = common_prefix(ancestor, ours)
+        if not (in_ours == ancestor_size and ancestor_size <= prefix.offset):
+            _state, start = _fold_prefix(ancestor, min(in_ours, prefix.offset), ancestor_label)
+            ancestor_rest, _end = _rest(ancestor, start, ancestor_label)
+            if start.offset < prefix.offset:  # the part of the shared bytes after `start`: both sides have it
+                between, _ = _rest_until(ours, start, prefix.offset, ours_label)
+            else:
+                between = set()
+            for tx in ancestor_rest:
+                if tx.commit.tx in between:
+                    continue
+                if tx.commit.tx not in ours_ids:
+                    left_out.add(tx.commit.tx)
+                elif tx.commit.tx not in theirs_ids:
+                    undo.add(tx.commit.tx)
+
+    brought = [tx for tx in theirs_rest if tx.commit.tx not in ours_ids and tx.commit.tx not in left_out]
+    ours_only = [tx for tx in ours_rest if tx.commit.tx not in theirs_ids]
+    if not brought and not undo:
+        return MergeOutcome(base="ours", keep=ours_size, tail=b"", left_out=sorted(left_out))
+    if not ours_only and not undo and not left_out:
+        return MergeOutcome(base="theirs", keep=theirs_size, tail=b"", brought=len(brought))
+
+    before = state.copy() if undo else None
+    if not brought:  # only a revert: ours stays as it is, and the revert is appended
+        current = state
+        for tx in ours_rest:
+            apply_transaction(current, list(tx.events), tx.commit.seq, tx.commit.at)
+        assert before is not None
+        at = max(tx.commit.at for tx in ours_rest)
+        revert = _revert(before, current, ours_rest, undo, at)
+        if revert is None:
+            return MergeOutcome(base="ours", keep=ours_size, tail=b"", reverted=sorted(undo))
+        tail, _end = restamp([revert], ours_end)
+        return MergeOutcome(base="ours", keep=ours_size, tail=tail, appended=1, reverted=sorted(undo))
+
+    merged: Merged = merge_transactions(state, ours_rest, theirs_rest, frozenset(left_out))
+    sequence = [Tx(r.events, r.commit) for r in merged.transactions]
+    at = max(r.commit.at for r in merged.transactions)
+    written: list[Tx] = list(sequence)
+    if undo:
+        assert before is not None
+        revert = _revert(before, merged.state, sequence, undo, at)
+        if revert is not None:
+            written.append(revert)
+    heads = sorted({(ours_rest[-1] if ours_rest else theirs_rest[-1]).commit.tx,
+                    (theirs_rest[-1] if theirs_rest else ours_rest[-1]).commit.tx})
+    record = BranchesMerged(heads=heads, ancestor=ancestor_tx, shared_seq=prefix.seq, appended=len(sequence),
+                            reverted=sorted(undo))
+    tx = _stable_id("merge", heads, ancestor_tx, prefix.seq)
+    events: list[Event] = [record, *merged.conflicts]
+    written.append(Tx(_stamped(events, tx, at), _commit(tx, at, Cause(source="merge", note=note))))
+    tail, _end = restamp(written, prefix)
+    renamed = [(e.proposed_name, e.name) for r in merged.transactions if r.side != "both" for e in r.events
+               if isinstance(e, KeyPointAdded) and e.proposed_name is not None and e.proposed_name != e.name]
+    return MergeOutcome(base="ours", keep=prefix.offset, tail=tail, brought=len(brought), appended=len(written),
+                        conflicts=list(merged.conflicts), renamed=renamed, reverted=sorted(undo),
+                        left_out=sorted(left_out))
+
+
+def _rest_until(path: Path, start: Position, end: int, label: str) -> tuple[set[str], Position]:
+    """The transaction ids of `path` between `start` and byte `end`."""
+    ids: set[str] = set()
+    reader = LogReader(path, start)
+    position = start
+    try:
+        for transaction in reader:
+            if transaction.end.offset > end:
+                break
+            ids.add(transaction.commit.tx)
+            position = transaction.end
+    except CorruptLogError as exc:
+        raise MergeRefused(f"{label} is not a clean log: line {exc.line}: {exc.reason}") from exc
+    return ids, position
+
+
+def write_merged(outcome: MergeOutcome, ours: Path, theirs: Path, target: Path) -> None:
+    """Write the merged log to `target` (which may be `ours`): a new file moved into place, never a half one."""
+    source = ours if outcome.base == "ours" else theirs
+    temp = target.with_name(f".{target.name}.{os.getpid()}.merge.tmp")
+    try:
+        with open(source, "rb") as reading, os.fdopen(
+            os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE), "wb"
+        ) as writing:
+            remaining = outcome.keep
+            while remaining:
+                block = reading.read(min(remaining, _CHUNK))
+                if not block:
+                    raise MergeRefused(f"{source} shrank while it was being merged")
+                writing.write(block)
+                remaining -= len(block)
+            writing.write(outcome.tail)
+            writing.flush()
+            os.fsync(writing.fileno())
+        os.replace(temp, target)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+
+
+__all__ = ["MergeOutcome", "MergeRefused", "Replayed", "common_prefix", "merge_logs", "write_merged"]
