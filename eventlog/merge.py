@@ -191,13 +191,40 @@ class MergedState:
         """`tx`'s events decided again against the merged state, one for one, and applied to it."""
         out: list[Event] = []
         commit = tx.commit
-        for index, event in enumerate(tx.events):
+        events = tx.events
+        index, count = 0, len(events)
+        while index < count:
+            event = events[index]
+            if type(event) is KeyPointEvaluated:  # a run of ratings is decided in one call: they are most of a log
+                end = index + 1
+                while end < count and type(events[end]) is KeyPointEvaluated:
+                    end += 1
+                for result in self._ratings(events[index:end], names):
+                    self._emit(result, None, side, commit.tx)
+                    out.append(result)
+                index = end
+                continue
             result, created = self._one(commit, index, event, side, names)
-            if result.tx != commit.tx or result.at != event.at:
-                result = msgspec.structs.replace(result, tx=commit.tx, at=event.at)
             self._emit(result, created, side, commit.tx)
             out.append(result)
+            index += 1
         return out
+
+    def _ratings(self, ratings: Sequence[KeyPointEvaluated], names: SideNames) -> list[Event]:
+        """Ratings as increments of the merged counters, one event each; a rating of an entry gone from
+        the merged playbook is a recorded skip."""
+        alive: list[str] = []
+        wanted: list[Any] = []
+        for e in ratings:
+            ident, final, name = self._find(names, e.name)
+            if name is None:
+                wanted.append(self._skip(e, SkipReason.UNKNOWN_ID, f"rating of {e.name}: {self._why(ident, final)}"))
+            else:
+                alive.append(name)
+                wanted.append({"name": name, "rating": e.rating, "rationale": e.rationale})
+        decided = iter(decide(self._view(dict.fromkeys(alive)), Evaluate([w for w in wanted if isinstance(w, dict)]))
+                       if alive else ())
+        return [next(decided) if isinstance(w, dict) else w for w in wanted]
 
     def _skip(self, event: Event, reason: str, detail: str) -> OperationSkipped:
         operation = msgspec.to_builtins(event)
@@ -216,12 +243,6 @@ class MergedState:
              names: SideNames) -> tuple[Event, Ident | None]:
         kind = type(e)
         tx, at = commit.tx, e.at
-        if kind is KeyPointEvaluated:
-            ident, final, name = self._find(names, e.name)
-            if name is None:
-                return self._skip(e, SkipReason.UNKNOWN_ID, f"rating of {e.name}: {self._why(ident, final)}"), None
-            rating = {"name": name, "rating": e.rating, "rationale": e.rationale}
-            return decide(self._view([name]), Evaluate([rating]))[0], None
         if kind is CountersSet:
             ident, final, name = self._find(names, e.name)
             if name is None:

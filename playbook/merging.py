@@ -62,7 +62,9 @@ def summary(outcome: MergeOutcome) -> str:
     if outcome.base == "theirs":
         parts.append("ours had nothing theirs lacked (fast-forward)")
     if outcome.renamed:
-        parts.append("renamed " + ", ".join(f"{asked} -> {given}" for asked, given in outcome.renamed))
+        shown = ", ".join(f"{asked} -> {given}" for asked, given in outcome.renamed[:3])
+        more = f" and {len(outcome.renamed) - 3} more" if len(outcome.renamed) > 3 else ""
+        parts.append(f"renamed {shown}{more} (the name was taken on the other side)")
     if outcome.conflicts:
         parts.append(f"{len(outcome.conflicts)} conflict(s) resolved (playbook log --type conflict)")
     if outcome.reverted:
