@@ -1,0 +1,200 @@
+"""Sharing the playbook through real git: share/unshare, a teammate's clone, and every way git moves the log."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from playbook.share import BEGIN, driver_command, share, unshare
+from tests.gittools import HAS_GIT, LOG, Git, assert_clean, commits, git_env, learn, learned, playbook
+
+pytestmark = pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
+
+PAT = "PATTERNS & APPROACHES"
+
+
+def add(*texts: str) -> dict:
+    return {"operations": [{"type": "ADD", "text": t, "section": PAT} for t in texts]}
+
+
+def rate(*names: str, rating: str = "helpful") -> dict:
+    return {"operations": [], "evaluations": [{"name": n, "rating": rating} for n in names]}
+
+
+class Team:
+    """A bare origin and clones of it, each with the playbook shared."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.env = git_env(root)
+        Git(root, self.env)("init", "-q", "--bare", "-b", "main", str(root / "origin.git"))
+        first = self.clone("first", fresh=True)
+        learn(first, add("Run the tests before committing", "Use pathlib"))
+        share(first)
+        self.commit(first, "shared playbook")
+        self.git(first)("push", "-q", "origin", "HEAD:main")
+
+    def git(self, clone: Path) -> Git:
+        return Git(clone, self.env)
+
+    def clone(self, name: str, fresh: bool = False) -> Path:
+        path = self.root / name
+        Git(self.root, self.env)("clone", "-q", str(self.root / "origin.git"), str(path))
+        if fresh:
+            self.git(path)("checkout", "-q", "-b", "main")
+        return path
+
+    def commit(self, clone: Path, message: str) -> None:
+        git = self.git(clone)
+        git("add", "-A")
+        git("commit", "-q", "-m", message, check=False)
+
+
+@pytest.fixture
+def team(tmp_path) -> Team:
+    return Team(tmp_path)
+
+
+def test_share_writes_attributes_ignores_driver_and_hooks_idempotently_and_unshare_undoes_exactly_that(tmp_path):
+    env = git_env(tmp_path)
+    project = tmp_path / "p"
+    project.mkdir()
+    git = Git(project, env)
+    git("init", "-q", "-b", "main")
+    (project / ".gitattributes").write_text("*.png binary\n")
+    (project / ".gitignore").write_text("node_modules/\n.claude/playbook.json\n")
+    hook = project / ".git" / "hooks" / "post-merge"
+    hook.write_text("#!/bin/sh\necho mine\n")
+    hook.chmod(0o755)
+    before = {p: p.read_bytes() for p in (project / ".gitattributes", project / ".gitignore", hook)}
+
+    old = os.environ.get("HOME")
+    os.environ["HOME"] = str(tmp_path)  # share runs git: keep the user's global config out of it
+    try:
+        share(project)
+        once = {p: p.read_bytes() for p in before}
+        share(project)
+        assert {p: p.read_bytes() for p in before} == once  # idempotent
+        attributes = (project / ".gitattributes").read_text()
+        assert attributes.startswith("*.png binary\n") and f"{LOG} merge=playbook" in attributes
+        ignored = (project / ".gitignore").read_text()
+        for line in (".claude/playbook.hook.json", ".claude/playbook.events.jsonl.lock", ".claude/playbook.learn.log",
+                     ".claude/playbook.events.jsonl.torn-*", ".claude/playbook.checkpoints/"):
+            assert line in ignored.splitlines()
+        assert ignored.count(".claude/playbook.json\n") == 1  # already there: kept, not added twice
+        assert LOG not in ignored.splitlines()
+        assert git("config", "--get", "merge.playbook.driver").stdout.strip() == driver_command()
+        assert driver_command().startswith("'/") and " -P -m playbook merge-driver %O %A %B %P" in driver_command()
+        assert hook.read_text().startswith("#!/bin/sh\necho mine\n") and "git-hook post-merge" in hook.read_text()
+        for name in ("post-checkout", "post-rewrite", "post-commit"):
+            installed = project / ".git" / "hooks" / name
+            assert installed.stat().st_mode & stat.S_IXUSR and BEGIN in installed.read_text()
+
+        unshare(project)
+    finally:
+        if old is None:
+            os.environ.pop("HOME", None)
+        else:
+            os.environ["HOME"] = old
+    assert {p: p.read_bytes() for p in before} == before
+    assert git("config", "--get-regexp", "^merge\\.", check=False).stdout == ""
+    assert not (project / ".git" / "hooks" / "post-checkout").exists()
+
+
+def test_a_teammates_fresh_clone_registers_the_driver_on_its_first_command(team):
+    second = team.clone("second")
+    assert team.git(second)("config", "--get", "merge.playbook.driver", check=False).stdout == ""
+    done = playbook(second, "show", env=team.env)
+    assert done.returncode == 0, done.stderr
+    assert team.git(second)("config", "--get", "merge.playbook.driver").stdout.strip() == driver_command()
+    assert (second / ".git" / "hooks" / "post-merge").exists()
+    assert_clean(second)
+
+
+def _diverge(team: Team) -> tuple[Path, Path, str]:
+    """Two clones that learned different things; the first one's work is on origin. Returns (first, second, tx)."""
+    first, second = team.root / "first", team.clone("second")
+    assert playbook(second, "show", env=team.env).returncode == 0  # the teammate's first command registers the driver
+    learn(first, add("Prefer small commits"))
+    learn(first, rate("pat-001"))
+    team.commit(first, "first learns")
+    team.git(first)("push", "-q", "origin", "HEAD:main")
+    learn(second, add("Mock the network in unit tests"))
+    learn(second, rate("pat-001", "pat-002"))
+    team.commit(second, "second learns")
+    return first, second, commits(second)[-1].tx
+
+
+@pytest.mark.parametrize("how", ["merge", "pull", "pull-rebase"])
+def test_merge_and_pull_both_ways_merge_the_log_and_leave_it_verified(team, how):
+    first, second, _tx = _diverge(team)
+    git = team.git(second)
+    if how == "merge":
+        git("fetch", "-q", "origin")
+        git("merge", "-q", "--no-edit", "origin/main")
+    else:
+        git("pull", "-q", "--rebase" if how == "pull-rebase" else "--no-rebase", "origin", "main")
+    assert git("status", "--porcelain").stdout == ""
+    assert_clean(second)
+    counts = learned(second)
+    assert set(counts.values()) == {1} and set(learned(first)) <= set(counts)
+    done = playbook(second, "show", "--json", env=team.env)
+    assert '"helpful": 2' in done.stdout  # pat-001 rated on both sides
+    log = playbook(second, "log", "-n", "1", env=team.env).stdout
+    assert "branches merged" in log
+    git("push", "-q", "origin", "HEAD:main")
+    team.git(first)("pull", "-q", "--no-rebase", "origin", "main")  # a fast-forward: no driver, the hook rebuilds
+    assert_clean(first)
+    assert (first / LOG).read_bytes() == (second / LOG).read_bytes()
+
+
+def test_cherry_pick_brings_only_the_picked_commits_transactions(team):
+    first, second, _tx = _diverge(team)
+    git = team.git(second)
+    git("checkout", "-q", "-b", "topic")
+    learn(second, add("Keep functions short"))
+    team.commit(second, "topic learns")
+    picked = commits(second)[-1].tx
+    learn(second, add("Never force-push main"))
+    team.commit(second, "topic learns more")
+    skipped = commits(second)[-1].tx
+    git("checkout", "-q", "main")
+    assert_clean(second)  # the branch switch rebuilt playbook.json for main's log
+    git("fetch", "-q", "origin")
+    git("reset", "-q", "--hard", "origin/main")
+    git("cherry-pick", "topic~1")
+    counts = learned(second)
+    assert counts[picked] == 1 and skipped not in counts
+    assert_clean(second)
+
+
+def test_reverting_a_commit_that_taught_something_undoes_its_transactions(team):
+    first = team.root / "first"
+    learn(first, add("Prefer small commits"))
+    team.commit(first, "learn small commits")
+    taught = commits(first)[-1].tx
+    learn(first, rate("pat-001"))
+    team.commit(first, "later learning")
+    git = team.git(first)
+    git("revert", "--no-edit", "HEAD~1")
+    assert_clean(first)
+    last = commits(first)[-1]
+    assert last.source == "revert" and taught in (last.note or "")
+    texts = playbook(first, "show", env=team.env).stdout
+    assert "Prefer small commits" not in texts and "Run the tests" in texts
+
+
+def test_a_revert_that_would_undo_later_work_is_a_conflict_with_the_reason(team):
+    first = team.root / "first"
+    learn(first, add("Prefer small commits"))
+    team.commit(first, "learn small commits")
+    learn(first, rate("pat-003"))  # later learning touches what the reverted commit added
+    team.commit(first, "rate it")
+    done = team.git(first)("revert", "--no-edit", "HEAD~1", check=False)
+    assert done.returncode != 0
+    assert "later transactions changed the same entries" in done.stdout + done.stderr
+    team.git(first)("revert", "--abort")
+    assert_clean(first)
