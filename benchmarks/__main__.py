@@ -5,7 +5,8 @@
 Runs, in this order: the hook latencies (benchmarks/hooks.py), fold throughput against
 raw msgspec decoding and the fold's peak memory, append latency (benchmarks/fold.py),
 time travel, `history` and `log -n 20` on a long log (benchmarks/timeline.py), the history
-page's writing and first screen (benchmarks/page.py), and
+page's writing and first screen (benchmarks/page.py), the git merge driver on two 100k-event
+logs with 1,000 new transactions per side (benchmarks/merge.py), and
 `pytest -q tests/test_crash.py tests/test_stress.py` in a subprocess, whose counts are
 parsed. Progress goes to stderr; the table, one row per figure (what, figure, target,
 met / NOT met), to stdout.
@@ -40,11 +41,11 @@ TEST_FILES = ("tests/test_crash.py", "tests/test_stress.py")
 
 MODES: dict[str, dict[str, Any]] = {
     "quick": {"fold_events": 100_000, "fold_reps": 2, "appends": 50, "hook_runs": 10, "timeline_events": 100_000,
-              "page_events": 100_000, "env": {"PLAYBOOK_STRESS_SECONDS": "2", "PLAYBOOK_CRASH_TRIALS": "20"}},
+              "page_events": 100_000, "merge_events": 100_000, "merge_side": 1000, "env": {"PLAYBOOK_STRESS_SECONDS": "2", "PLAYBOOK_CRASH_TRIALS": "20"}},
     "default": {"fold_events": 100_000, "fold_reps": 5, "appends": 200, "hook_runs": 40, "timeline_events": 100_000,
-                "page_events": 100_000, "env": {}},
+                "page_events": 100_000, "merge_events": 100_000, "merge_side": 1000, "env": {}},
     "full": {"fold_events": 1_000_000, "fold_reps": 5, "appends": 200, "hook_runs": 40,
-             "timeline_events": 1_000_000, "page_events": 1_000_000, "env": {"PLAYBOOK_STRESS_SECONDS": "20", "PLAYBOOK_CRASH_TRIALS": "150"}},
+             "timeline_events": 1_000_000, "page_events": 1_000_000, "merge_events": 100_000, "merge_side": 1000, "env": {"PLAYBOOK_STRESS_SECONDS": "20", "PLAYBOOK_CRASH_TRIALS": "150"}},
 }
 
 # Targets: those the issues set for the hooks, the fold and the timeline queries. Append latency has
@@ -251,6 +252,22 @@ def page(report: Report, mode: dict[str, Any]) -> None:
                    f"< {FIRST_SCREEN_SECONDS:g} s", figures["first_screen"] < FIRST_SCREEN_SECONDS)
 
 
+def merge(report: Report, mode: dict[str, Any]) -> None:
+    from benchmarks import merge as bench
+
+    events, side = mode["merge_events"], mode["merge_side"]
+    say(f"merge driver: two logs of about {events:,} events, {side:,} new transactions per side")
+    figures = bench.measure(events, side, say=lambda text: say("  " + text))
+    report.section(f"git merge driver: two logs of {figures['ours_events']:,} and {figures['theirs_events']:,} events, "
+                   f"{side:,} new transactions per side (a fresh process, as git runs it)")
+    report.row("merge driver: CPU time (wall)", f"{figures['cpu']:.2f} s ({figures['wall']:.2f} s)",
+               f"< {bench.TARGET_SECONDS:g} s", float(figures["cpu"]) < bench.TARGET_SECONDS)
+    report.row("merge driver: peak RSS", f"{figures['peak_mb']:.0f} MB", f"< {bench.TARGET_MB:g} MB",
+               float(figures["peak_mb"]) < bench.TARGET_MB)
+    report.row("merged log: verify, and merging again changes nothing", str(figures["check"]), "ok",
+               str(figures["check"]).startswith("ok"))
+
+
 # --- the crash and stress tests -------------------------------------------------------------------------------
 
 
@@ -354,6 +371,7 @@ def main(argv: list[str] | None = None) -> int:
         ("timeline", lambda: timeline(report, mode)),
         ("lean context", lambda: lean(report, mode)),
         ("page", lambda: page(report, mode)),
+        ("merge", lambda: merge(report, mode)),
     ]
     if not args.skip_tests:
         steps.append(("tests", lambda: tests(report, mode)))

@@ -23,3 +23,12 @@ def test_generated_log_folds_to_the_state_of_its_events_in_memory(tmp_path):
     from_file = fold_file(tmp_path / "log.jsonl")
     assert from_file == in_memory == generator.state
     assert 30 <= len(from_file.where) <= 90
+
+
+def test_the_merge_benchmark_runs_the_driver_and_checks_what_it_wrote(tmp_path):
+    from benchmarks.merge import measure, met_targets
+
+    figures = measure(events=3000, side=30, keep=tmp_path, say=lambda text: None)
+    assert figures["code"] == 0 and str(figures["check"]).startswith("ok")
+    assert figures["ours_events"] > figures["shared_events"] < figures["theirs_events"]
+    assert met_targets(figures) == (float(figures["cpu"]) < 2.0 and float(figures["peak_mb"]) < 200.0)
