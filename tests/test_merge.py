@@ -301,3 +301,19 @@ def test_skipped_replays_are_recorded_not_dropped(branches):
     skips = [e for t in transactions(merged) for e in t.events if isinstance(e, OperationSkipped)]
     assert [(s.kind, s.reason) for s in skips] == [("merge", "unknown_id")]
     assert "deleted on the other branch" in skips[0].detail
+
+
+def test_two_logs_begun_apart_merge_with_every_entry_and_renames(tmp_path):
+    left = PlaybookRepository(tmp_path / "left" / ".claude")
+    right = PlaybookRepository(tmp_path / "right" / ".claude")
+    learn(left, add("Prefer small commits"), ratings=None)
+    learn(right, add("Mock the network"), add("Keep functions short"))
+    learn(left, ratings=[rate("pat-001")])
+    target = tmp_path / "merged.jsonl"
+    outcome = merge_logs(left.store.path, right.store.path, None)
+    write_merged(outcome, left.store.path, right.store.path, target)
+    assert sorted(v[0] for v in entries(target).values()) == ["Keep functions short", "Mock the network",
+                                                              "Prefer small commits"]
+    assert entries(target)["pat-001"] == ("Prefer small commits", 1, 0)
+    assert len({name for name in entries(target)}) == 3
+    checked_repo(target, tmp_path / "check")
