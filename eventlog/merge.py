@@ -100,7 +100,8 @@ class SideNames:
 
     def advance(self, tx: Tx) -> None:
         idents = self.idents
-        for index, event in enumerate(tx.events):
+        events: Sequence[Any] = tx.events
+        for index, event in enumerate(events):
             kind = type(event)
             if kind is KeyPointAdded or kind is KeyPointImported:
                 idents[event.name] = (tx.commit.tx, index)
@@ -210,7 +211,7 @@ class MergedState:
             index += 1
         return out
 
-    def _ratings(self, ratings: Sequence[KeyPointEvaluated], names: SideNames) -> list[Event]:
+    def _ratings(self, ratings: Sequence[Any], names: SideNames) -> list[Event]:
         """Ratings as increments of the merged counters, one event each; a rating of an entry gone from
         the merged playbook is a recorded skip."""
         alive: list[str] = []
@@ -321,8 +322,8 @@ class MergedState:
             self._conflict(name, "update/update", LATER_WINS, tx, prior.tx, current, at)
         return verdict
 
-    def _changer(self, ident: Ident) -> str:
-        change = self.changed.get(ident)
+    def _changer(self, ident: Ident | None) -> str:
+        change = self.changed.get(ident) if ident is not None else None
         return change.tx if change is not None else ""
 
     def _delete(self, e: KeyPointDeleted, tx: str, at: str, side: str, names: SideNames) -> Event:
@@ -363,7 +364,7 @@ class MergedState:
         section = e.section if e.section in SECTION_SLUGS else OTHERS
         if len(live) >= 2 and not gone:
             operation = {"type": "MERGE", "source_ids": live, "merged_text": e.text, "section": section}
-            verdict = decide(self._view(live), ApplyOperations([operation]))[0]
+            verdict: Any = decide(self._view(live), ApplyOperations([operation]))[0]
             if isinstance(verdict, KeyPointsMerged):
                 return msgspec.structs.replace(verdict, name=self._fresh(e.name, verdict.section),
                                                missing_sources=missing, cut_from=e.cut_from)
@@ -376,7 +377,7 @@ class MergedState:
                                harmful=_clamp(sum(kp.harmful for kp in kps)), missing_sources=missing,
                                cut_from=e.cut_from)
 
-    def _emit(self, event: Event, created: Ident | None, side: str, tx: str) -> None:
+    def _emit(self, event: Any, created: Ident | None, side: str, tx: str) -> None:
         """Apply `event` to the merged state and keep the identity maps in step with it."""
         kind = type(event)
         texts = self.texts

@@ -184,9 +184,9 @@ def _revert(state_before: PlaybookState, current: PlaybookState, sequence: list[
     events = decide(current, ReplaceContent(target=playbook_dict(without), origin="revert", base=current))
     if not events:
         return None
-    tx = _stable_id("revert", sorted(undo))
+    tx_id = _stable_id("revert", sorted(undo))
     cause = Cause(source="revert", note=f"undoes {', '.join(sorted(undo))}, which the other side dropped")
-    return Tx(_stamped(events, tx, at), _commit(tx, at, cause))
+    return Tx(_stamped(events, tx_id, at), _commit(tx_id, at, cause))
 
 
 def merge_logs(ours: Path, theirs: Path, ancestor: Path | None = None, note: str = "merge",
@@ -263,9 +263,9 @@ def merge_logs(ours: Path, theirs: Path, ancestor: Path | None = None, note: str
                     (theirs_rest[-1] if theirs_rest else ours_rest[-1]).commit.tx})
     record = BranchesMerged(heads=heads, ancestor=ancestor_tx, shared_seq=prefix.seq, appended=len(sequence),
                             reverted=sorted(undo))
-    tx = _stable_id("merge", heads, ancestor_tx, prefix.seq)
+    merge_tx = _stable_id("merge", heads, ancestor_tx, prefix.seq)
     events: list[Event] = [record, *merged.conflicts]
-    written.append(Tx(_stamped(events, tx, at), _commit(tx, at, Cause(source="merge", note=note))))
+    written.append(Tx(_stamped(events, merge_tx, at), _commit(merge_tx, at, Cause(source="merge", note=note))))
     tail, _end = restamp(written, prefix)
     renamed = [(e.proposed_name, e.name) for r in merged.transactions if r.side != "both" for e in r.events
                if isinstance(e, KeyPointAdded) and e.proposed_name is not None and e.proposed_name != e.name]
