@@ -597,7 +597,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command not in _NO_REGISTRATION:
         from .share import ensure_registered
 
-        ensure_registered(_project(args))
+        try:
+            ensure_registered(_project(args))
+        except PlaybookError:
+            pass  # a project that is not there: the command itself says so
     try:
         code = args.run(args)
         sys.stdout.flush()  # inside the try: a closed pipe is reported here, not at exit
