@@ -38,6 +38,7 @@ from .events import (
     KeyPointDeleted,
     KeyPointEvaluated,
     KeyPointImported,
+    KeyPointMarkedStale,
     KeyPointMoved,
     KeyPointPruned,
     KeyPointsMerged,
@@ -278,6 +279,11 @@ class MergedState:
                 if name is not None and name not in ordered:
                     ordered.append(name)
             return msgspec.structs.replace(e, names=ordered), None
+        if kind is KeyPointMarkedStale:
+            ident, final, name = self._find(names, e.name)
+            if name is None:
+                return self._skip(e, SkipReason.UNKNOWN_ID, f"stale mark of {e.name}: {self._why(ident, final)}"), None
+            return msgspec.structs.replace(e, name=name), None
         if kind is VersionSet:
             return msgspec.structs.replace(e, previous=self.state.version), None
         if kind is KeyPointAdded:

@@ -31,15 +31,14 @@ from eventlog.events import (
     MergeConflictResolved,
     TransactionCommitted,
     UnknownRecord,
-    record_decoder,
 )
 from eventlog.evolve import apply_transaction
+from eventlog.registry import record_decoder, touched_names
 from eventlog.merge import Merged, Replayed, Tx, merge_transactions
 from eventlog.logformat import restamp
 from eventlog.store import FILE_MODE, LogReader, Position, fold_log
 
 from .snapshot import playbook_dict
-from .timeline import touched_names
 
 _CHUNK = 1 << 20
 
