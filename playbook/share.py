@@ -30,6 +30,7 @@ ATTRIBUTES = [f"{LOG_PATH} merge={DRIVER} eol=lf"]
 IGNORED = [
     ".claude/playbook.json",
     ".claude/playbook.hook.json",
+    ".claude/playbook.recall.json",
     ".claude/playbook.events.jsonl.lock",
     ".claude/playbook.learn.lock",
     ".claude/playbook.learn.log",
