@@ -13,11 +13,7 @@ import os
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-<<<<<<< HEAD
-from typing import NamedTuple
-=======
-from typing import TypeVar
->>>>>>> ddab38f (Merge two copies of the log by replaying each side's transactions on the fold; share it through git with a merge driver)
+from typing import NamedTuple, TypeVar
 
 import msgspec
 
