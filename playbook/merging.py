@@ -86,7 +86,7 @@ def after_git(project: Path) -> str | None:
     has_log = repo.store.exists()
     if found is not None and found.snapshot is not None and found.snapshot.log is not None:
         _state, position = state_of(found.snapshot)
-        if position.offset > repo.store.size() or not hash_at(repo.store.path, position):
+        if position.offset > repo.store.size() or not hash_at(repo.log_path, position):
             repo.snapshot_path.unlink(missing_ok=True)
             repo.injection_path.unlink(missing_ok=True)
             clear(repo.claude_dir / CHECKPOINT_DIR)

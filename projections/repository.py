@@ -160,7 +160,7 @@ class PlaybookRepository:
         then bring the projections up to date with what it wrote. Returns what `build` returns."""
         with self.store.locked():
             self._housekeep()
-            result = build(self.store.path)
+            result = build(self.log_path)
             state, position = self.current()
             self._write_snapshot(state, position)
             return result
