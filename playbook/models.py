@@ -25,6 +25,7 @@ from eventlog.events import encodable_json
 from projections.render import format_state, load_template
 
 from .replies import build_playbook_dict, extract_json, parse_curator_reply, parse_extraction_reply
+from .scrub import scrub
 
 MAX_RETRIES = 3
 BASE_DELAY = 2.0
@@ -94,7 +95,8 @@ def _describe(exc: Exception) -> str:
 async def complete(prompt: str, config: ModelConfig) -> str:
     """The model's text reply to `prompt`, retried as the module says. Raises ModelError."""
     # A lone surrogate (from a transcript, an earlier reply or the playbook) cannot be sent as UTF-8.
-    prompt = encodable_json(prompt)
+    # Secrets never leave the machine: whatever the prompt was built from, it is scrubbed whole here.
+    prompt = scrub(encodable_json(prompt))
     client = anthropic.AsyncAnthropic(api_key=config.api_key, auth_token=config.auth_token,
                                       base_url=config.base_url, max_retries=0, timeout=REQUEST_TIMEOUT)
     try:
@@ -103,7 +105,8 @@ async def complete(prompt: str, config: ModelConfig) -> str:
                 reply = await client.messages.create(
                     model=config.model, max_tokens=MAX_TOKENS, messages=[{"role": "user", "content": prompt}]
                 )
-                return _redact(_reply_text(reply), config)
+                # ...and never enter the log: everything the learner records comes from this text.
+                return scrub(_redact(_reply_text(reply), config))
             except anthropic.APIError as exc:
                 if not _retryable(exc) or attempt == MAX_RETRIES - 1:
                     raise ModelError(f"model call failed after {attempt + 1} attempt(s): {_describe(exc)}") from exc
@@ -153,7 +156,9 @@ def render_messages(messages: Sequence[Any]) -> str:
     for message in messages:
         role = message.get("role") if isinstance(message, dict) else getattr(message, "role", "")
         content = message.get("content") if isinstance(message, dict) else getattr(message, "content", "")
-        turns.append(f"{'Assistant' if role == 'assistant' else 'User'}: {content}")
+        # Scrubbed turn by turn as well: cutting a long transcript to its end can leave half a
+        # secret at the cut, which the scrub of the whole prompt would no longer recognise.
+        turns.append(f"{'Assistant' if role == 'assistant' else 'User'}: {scrub(content)}")
     text = "\n\n".join(turns)
     return text if len(text) <= MAX_TRANSCRIPT_CHARS else "[earlier turns omitted]\n" + text[-MAX_TRANSCRIPT_CHARS:]
 

@@ -1,0 +1,170 @@
+"""Secrets never leave the machine and never enter the log: the scrubber on a labelled corpus, and a
+whole learning cycle (hook, background learner, fake API, CLI) with every kind planted everywhere."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from eventlog.decide import ApplyOperations
+from eventlog.events import Cause
+from playbook.scrub import find_secrets, scrub
+from projections.repository import PlaybookRepository
+from tests.fake_anthropic import FakeAnthropic, reply_text, request_texts
+from tests.secret_corpus import PLANTED, all_planted, code_heavy_text, contexts
+
+# At most this many findings on an ordinary code-heavy session (the project's own source and docs,
+# about 1.3 MB): each one would hide a piece of a lesson behind a redaction for nothing.
+MAX_FALSE_POSITIVES = 3
+
+
+@pytest.mark.parametrize(("kind", "text", "value"), all_planted(), ids=lambda v: v if len(v) < 20 else None)
+def test_every_planted_secret_is_caught_in_every_context_and_keeps_its_kind(kind, text, value):
+    for context, planted in contexts(text).items():
+        scrubbed = scrub(planted)
+        assert value not in scrubbed, (context, scrubbed)
+        assert f"[REDACTED:{kind}]" in scrubbed, (context, scrubbed)
+        assert scrub(scrubbed) == scrubbed  # a redaction is never taken for a secret
+
+
+def test_the_corpus_covers_every_kind_the_scrubber_must_know():
+    assert set(PLANTED) >= {"aws-access-key", "aws-secret-key", "anthropic-api-key", "openai-api-key",
+                            "google-api-key", "github-token", "gitlab-token", "slack-token", "slack-webhook",
+                            "stripe-key", "private-key", "jwt", "url-password", "secret-assignment"}
+
+
+def test_a_private_key_block_cut_short_by_a_truncated_tool_output_is_redacted_to_its_end():
+    text = "[tool result: -----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\nAAAAC3Nz… [812 more chars]]"
+    assert scrub(text) == "[tool result: [REDACTED:private-key]… [812 more chars]]"
+
+
+def test_code_and_prose_are_left_alone():
+    ordinary = (
+        "api_key = os.environ['ANTHROPIC_API_KEY']\npassword = getpass.getpass()\ntoken = None\n"
+        "sorted(items, key=lambda item: item.name)\ncommit 4fd4f2a9c1b0e2d3f4a5b6c7d8e9f0a1b2c3d4e5\n"
+        "PLAYBOOK_UPDATE_ON_EXIT=1 claude -p 'hi'\nsecret_name: str = 'db-password'\n"
+        "https://example.com/path?x=1\nssh://git@github.com/o/r.git\n"
+    )
+    assert find_secrets(ordinary) == []
+
+
+def test_false_positives_on_an_ordinary_code_heavy_transcript_are_few():
+    text = code_heavy_text()
+    findings = find_secrets(text)
+    shown = [(f.kind, text[max(0, f.start - 40):f.end]) for f in findings]
+    print(f"false positives: {len(findings)} in {len(text)} characters")
+    assert len(findings) <= MAX_FALSE_POSITIVES, shown
+
+
+# -- a whole cycle -------------------------------------------------------------------------------
+
+PRIVATE_WORDS = "my-bank-pin-is-8841"
+
+
+def _record(kind: str, content: object, **extra: object) -> str:
+    return json.dumps({"type": kind, "isSidechain": False, "message": {"role": kind, "content": content}, **extra})
+
+
+def _transcript(path: Path) -> None:
+    secrets = [text for _, text, _ in all_planted()]
+    lines = [_record("user", f"Please set up the deploy. <private>{PRIVATE_WORDS}</private> Keys: {secrets[0]}")]
+    for number, secret in enumerate(secrets):
+        tool = f"toolu_{number}"
+        lines.append(_record("assistant", [{"type": "tool_use", "id": tool, "name": "Bash",
+                                            "input": {"command": f"echo '{secret}' >> .env"}}]))
+        lines.append(_record("user", [{"type": "tool_result", "tool_use_id": tool,
+                                       "content": contexts(secret)["tool output"]}]))
+        lines.append(_record("assistant", [{"type": "tool_use", "id": tool + "r", "name": "Read",
+                                            "input": {"file_path": "/proj/config.py"}}]))
+        lines.append(_record("user", [{"type": "tool_result", "tool_use_id": tool + "r",
+                                       "content": [{"type": "text", "text": contexts(secret)["file dump"]}]}]))
+        lines.append(_record("user", contexts(secret)["user message"]))
+        lines.append(_record("assistant", [{"type": "text", "text": f"Noted: {secret}"}]))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _models(body: dict):
+    """Reflector and curator that quote every planted secret back, in every field the learner records."""
+    secrets = [text for _, text, _ in all_planted()]
+    if "You are the reflector" in request_texts(body):
+        return reply_text(json.dumps({
+            "analysis": "The session used " + "; ".join(secrets),
+            "bullet_tags": [{"name": "pat-001", "tag": "helpful", "rationale": f"worked with {secrets[1]}"}],
+        }))
+    return reply_text(json.dumps({
+        "reasoning": "Remember the credentials: " + "; ".join(secrets),
+        "operations": [{"type": "ADD", "section": "PROJECT CONTEXT", "text": f"Credential {i}: {secret}"}
+                       for i, secret in enumerate(secrets[:9])]
+        + [{"type": "UPDATE", "name": "pat-001", "text": "Run the tests; " + " ".join(secrets[9:])}],
+    }))
+
+
+def _run(args: list[str], env: dict[str, str], stdin: bytes = b"") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "playbook", *args], input=stdin, capture_output=True,
+                          env=env, timeout=120)
+
+
+def test_a_learning_cycle_sends_records_and_prints_no_planted_secret(tmp_path):
+    home = tmp_path / "home"
+    transcript = home / ".claude" / "projects" / "-proj" / "session.jsonl"
+    transcript.parent.mkdir(parents=True)
+    _transcript(transcript)
+    project = tmp_path / "proj"
+    PlaybookRepository(project / ".claude").append(
+        [ApplyOperations([{"type": "ADD", "text": "run the tests", "section": "PATTERNS & APPROACHES"}])],
+        Cause(source="test"))
+    values = [value for _, _, value in all_planted()]
+    with FakeAnthropic(_models) as api:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "AGENTIC_CONTEXT_", "PLAYBOOK_"))}
+        env |= {"HOME": str(home), "CLAUDE_PROJECT_DIR": str(project), "ANTHROPIC_BASE_URL": api.url,
+                "ANTHROPIC_API_KEY": "sk-test-key", "PLAYBOOK_UPDATE_ON_EXIT": "1",
+                "PLAYBOOK_RETRY_BASE_DELAY": "0.01"}
+        env.pop("CLAUDE_CONFIG_DIR", None)
+        payload = {"hook_event_name": "SessionEnd", "reason": "prompt_input_exit", "session_id": "s-1",
+                   "transcript_path": str(transcript)}
+        hook = _run(["hook", "SessionEnd"], env, json.dumps(payload).encode())
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            state = PlaybookRepository(project / ".claude").state()
+            if not state.pending:
+                break
+            time.sleep(0.2)
+        outputs = [hook] + [_run([*args, "--project", str(project)], env) for args in (
+            ["learn", "--pending"], ["show"], ["log", "-v"], ["log", "--json"], ["history", "pat-001"],
+            ["history", "ctx-001"], ["stats"], ["verify"])]
+        sent = [json.dumps(body) for body in api.message_bodies()]
+    assert len(sent) == 2, [o.stderr for o in outputs]
+    state = PlaybookRepository(project / ".claude").state()
+    assert not state.pending
+    texts = [kp.text for _, kp in state.entries()]
+    assert any("[REDACTED:aws-access-key]" in text for text in texts), texts  # the lessons stay readable
+    assert "[private]" in sent[0] and PRIVATE_WORDS not in "".join(sent)
+    files = {path: path.read_bytes().decode("utf-8", "replace") for path in (project / ".claude").rglob("*")
+             if path.is_file()}
+    assert project / ".claude" / "playbook.learn.log" in files
+    printed = [o.stdout.decode("utf-8", "replace") + o.stderr.decode("utf-8", "replace") for o in outputs]
+    for value in values + [PRIVATE_WORDS]:
+        for body in sent:
+            assert value not in body
+        for path, content in files.items():
+            assert value not in content, (value, path)
+        for output in printed:
+            assert value not in output, value
+
+
+def test_the_hooks_and_the_session_start_path_never_import_the_detector(tmp_path):
+    project = tmp_path / "proj"
+    PlaybookRepository(project / ".claude").append(
+        [ApplyOperations([{"type": "ADD", "text": "run the tests", "section": "PATTERNS & APPROACHES"}])],
+        Cause(source="test"))
+    code = ("import sys, playbook.cli, playbook.hooks, playbook.learn, playbook.inject;"
+            f"from playbook.hooks import session_start_output; assert session_start_output({str(project)!r});"
+            "print('detect_secrets' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"
