@@ -17,7 +17,7 @@ from eventlog.errors import PlaybookError
 
 from .project import repository
 from .safe_text import clean
-from .settings import load_settings
+from .settings import load_settings, never_learn_match
 
 MAX_STDIN = 1 << 20
 _JSON_TYPES = {list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
@@ -103,6 +103,8 @@ def learning_transcript(event: str, payload: dict, project: Path) -> tuple[str |
         if not settings.playbook_update_on_subagent_stop:
             return None, "learning from subagents is off (playbook_update_on_subagent_stop)"
         return _string(payload, "agent_transcript_path") or _string(payload, "transcript_path"), "subagent"
+    if not settings.playbook_update_on_precompact:
+        return None, "learning before a compaction is off (playbook_update_on_precompact)"
     return _string(payload, "transcript_path"), _string(payload, "trigger") or "compact"
 
 
@@ -111,7 +113,7 @@ def learning_hook(event: str, payload: dict) -> str | None:
     project = _project(payload)
     transcript, why = learning_transcript(event, payload, project)
     if transcript is None:
-        if why.startswith("session ended") or why.startswith("learning from"):
+        if why.startswith(("session ended", "learning from", "learning before")):
             return None
         return f"{event}: no transcript_path in the hook input; nothing to learn"
     # Only transcripts under Claude Code's own directory are learned from: the hook input names a
@@ -126,6 +128,8 @@ def learning_hook(event: str, payload: dict) -> str | None:
         return f"{event}: transcript {transcript} is outside {directory}; nothing to learn"
     if not os.path.isfile(transcript) or not os.access(transcript, os.R_OK):
         return f"{event}: transcript {transcript} is missing or unreadable; nothing to learn"
+    if never_learn_match(transcript, load_settings(project)) is not None:
+        return None  # the user asked for this transcript never to be learned from: nothing to say
     from .learn import request_learning, spawn_learner
 
     request_learning(project, event, transcript, _string(payload, "session_id"), why)

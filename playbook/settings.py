@@ -1,13 +1,17 @@
 """Learning settings: `~/.claude/playbook.settings.json`, then the project's, then the environment.
 
-Keys (all booleans): playbook_update_on_exit and playbook_update_on_clear (false by
-default: learn when a session ends by exiting, or by /clear), and
-playbook_update_on_subagent_stop (true by default). The environment variable of
-the same name in upper case (`PLAYBOOK_UPDATE_ON_EXIT=1`) overrides both files.
+Keys: playbook_update_on_exit and playbook_update_on_clear (false by default: learn
+when a session ends by exiting, or by /clear), playbook_update_on_subagent_stop and
+playbook_update_on_precompact (true by default); playbook_never_learn (transcript
+paths or globs never learned from); playbook_review (false: learning records
+proposals to review instead of changing the playbook) and playbook_review_expiry_days
+(30). The environment variable of the same name in upper case
+(`PLAYBOOK_UPDATE_ON_EXIT=1`; a list separated by `:`) overrides both files.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 from pathlib import Path
@@ -19,6 +23,11 @@ class Settings(msgspec.Struct, frozen=True):
     playbook_update_on_exit: bool = False
     playbook_update_on_clear: bool = False
     playbook_update_on_subagent_stop: bool = True
+    playbook_update_on_precompact: bool = True
+    # transcript paths or globs (`~` expanded; `**` spans directories) never learned from
+    playbook_never_learn: tuple[str, ...] = ()
+    playbook_review: bool = False
+    playbook_review_expiry_days: float = 30.0
 
 
 SETTINGS_NAME = "playbook.settings.json"
@@ -34,14 +43,54 @@ def _read(path: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
+def _from_file(key: str, value: object) -> object | None:
+    """`value` as the setting `key` holds it, or None when it is not of the setting's type."""
+    default = getattr(Settings(), key)
+    if isinstance(default, bool):
+        return value if isinstance(value, bool) else None
+    if isinstance(default, float):
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else None
+    if isinstance(value, str):
+        value = [value]
+    return tuple(value) if isinstance(value, list) and all(isinstance(v, str) for v in value) else None
+
+
+def _from_env(key: str, raw: str) -> object | None:
+    default = getattr(Settings(), key)
+    if isinstance(default, bool):
+        return raw.strip().lower() in _TRUE if raw.strip().lower() in _TRUE | _FALSE else None
+    if isinstance(default, float):
+        try:
+            return _from_file(key, float(raw))
+        except ValueError:
+            return None
+    return tuple(part for part in raw.split(os.pathsep) if part)
+
+
 def load_settings(project: Path) -> Settings:
-    values: dict[str, bool] = {}
+    values: dict[str, object] = {}
     for path in (Path.home() / ".claude" / SETTINGS_NAME, project / ".claude" / SETTINGS_NAME):
         for key, value in _read(path).items():
-            if key in Settings.__struct_fields__ and isinstance(value, bool):
-                values[key] = value
+            if key in Settings.__struct_fields__ and (read := _from_file(key, value)) is not None:
+                values[key] = read
     for key in Settings.__struct_fields__:
         raw = os.environ.get(key.upper())
-        if raw is not None and raw.strip().lower() in _TRUE | _FALSE:
-            values[key] = raw.strip().lower() in _TRUE
-    return Settings(**values)
+        if raw is not None and (read := _from_env(key, raw)) is not None:
+            values[key] = read
+    return Settings(**values)  # type: ignore[arg-type]
+
+
+def never_learn_match(transcript: str, settings: Settings) -> str | None:
+    """The `playbook_never_learn` pattern that excludes `transcript`, or None when it may be learned from.
+
+    A pattern is a glob over the whole path (`*` crosses `/`), or a directory that holds the
+    transcript; both are compared with the path as given and as resolved (symlinks followed).
+    """
+    paths = {transcript, os.path.realpath(transcript)}
+    for pattern in settings.playbook_never_learn:
+        expanded = os.path.expanduser(pattern)
+        directory = os.path.join(os.path.realpath(expanded), "")
+        for path in paths:
+            if fnmatch.fnmatchcase(path, expanded) or path.startswith(directory):
+                return pattern
+    return None

@@ -7,6 +7,8 @@ records are not conversation: attachments (hook output, environment, skill
 listings), api-request-* records, queue operations, cost state, system records
 (stop-hook summaries, compaction boundaries). Only `user` and `assistant`
 records are kept, and of those not the meta ones (see docs/claude-code-notes.md).
+What the user wrote between `<private>` and `</private>` in a prompt is dropped
+here, so it reaches neither the model nor the log.
 
 An assistant turn is written as one record per content block; consecutive
 records of one role are merged into one Message.
@@ -35,7 +37,7 @@ import msgspec
 from eventlog.domain import SECTION_SLUGS
 from eventlog.errors import PlaybookError
 
-__all__ = ["Message", "Transcript", "TranscriptError", "cited_ids", "read_transcript"]
+__all__ = ["Message", "Transcript", "TranscriptError", "cited_ids", "read_transcript", "without_private"]
 
 TOOL_INPUT_CHARS = 200
 TOOL_RESULT_CHARS = 1000
@@ -54,6 +56,8 @@ _TOOL_KEYS = ("command", "file_path", "notebook_path", "path", "pattern", "url",
 
 _ID = re.compile(r"(?:" + "|".join(map(re.escape, SECTION_SLUGS.values())) + r")-\d+|kpt_\d+")
 _BRACKET = re.compile(r"\[([^\[\]\n]{1,300})\]")
+_PRIVATE = re.compile(r"<private\s*>.*?(?:</private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
+PRIVATE_MARK = "[private]"
 
 
 class TranscriptError(PlaybookError):
@@ -187,13 +191,24 @@ def _tool_result(block: dict[str, Any]) -> str:
     return f"[{label}: {text}]" if text else f"[{label}]"
 
 
+def without_private(text: str) -> str:
+    """`text` with each `<private>...</private>` span replaced by `[private]`.
+
+    An opening tag never closed hides everything after it: a prompt cut short, or a tag
+    mistyped at the end, must not let the private part through.
+    """
+    if "<private" not in text.lower():
+        return text
+    return _PRIVATE.sub(PRIVATE_MARK, text)
+
+
 def _is_wrapper(text: str) -> bool:
     return text.lstrip().startswith(_WRAPPER_PREFIXES)
 
 
 def _user_text(content: Any) -> str:
     if isinstance(content, str):
-        return "" if _is_wrapper(content) else content
+        return "" if _is_wrapper(content) else without_private(content)
     parts: list[str] = []
     for block in content:
         if not isinstance(block, dict):
@@ -201,7 +216,7 @@ def _user_text(content: Any) -> str:
         kind = block.get("type")
         if kind == "text" and isinstance(block.get("text"), str):
             if not _is_wrapper(block["text"]):
-                parts.append(block["text"])
+                parts.append(without_private(block["text"]))
         elif kind == "tool_result":
             parts.append(_tool_result(block))
         elif kind == "image":
