@@ -103,12 +103,12 @@ _PRIVATE_KEY = re.compile(
 # `password: ...`, `--token ...`. The name may be quoted; the value may be quoted.
 _ASSIGNED = re.compile(
     r"""(?ix)
-    (?P<name>[a-z0-9_.\-]*?(?:passw(?:or)?d|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key
+    (?<![a-z0-9_.\-])(?P<name>[a-z0-9_.\-]{0,40}?(?:passw(?:or)?d|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key
         |client[_\-]?secret|auth|credentials?|_key|key))
     (?P<nameq>\\?["']?)
     (?:\s*(?::=|=>|=|:)\s*|\s+(?=\\?["']))
     (?P<q>\\?["'`]?)
-    (?P<value>[^\s"'`,;(){}\[\]<>\\]{6,})
+    (?P<value>[^\s"'`,;(){}\[\]<>\\]{6,512})
     """
 )
 _PASSWORD_NAME = re.compile(r"(?i)(?:passw(?:or)?d|passwd|pwd|secret)$")
