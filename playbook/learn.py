@@ -34,6 +34,7 @@ from projections.repository import PlaybookRepository
 
 from .lean import curation_commands, current_plan, lean_settings, sweep_stale
 from .project import repository
+from .settings import load_settings, never_learn_match
 from .transcript import TranscriptError, cited_ids, read_transcript
 
 DEFAULT_DEADLINE = 300.0
@@ -118,6 +119,10 @@ def run_cycle(repo: PlaybookRepository, pending: PendingLearning) -> Outcome:
         return Outcome(pending.request, "gone")
     path = pending.transcript
     start = state.progress.get(path, 0)
+    if (pattern := never_learn_match(path, load_settings(repo.claude_dir.parent))) is not None:
+        reason = f"transcript excluded from learning by playbook_never_learn ({pattern})"
+        _finish(repo, SkipLearning(request=pending.request, reason=reason, transcript=path), pending)
+        return Outcome(pending.request, "skipped", reason)
     try:
         transcript = read_transcript(Path(path), start_line=start)
     except TranscriptError as exc:
