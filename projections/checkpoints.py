@@ -75,8 +75,34 @@ def _seq_of(name: str) -> int | None:
 
 
 def clear(directory: Path) -> int:
-    removed = 0
+    """Remove every checkpoint, the commit index and what killed writers left; returns how many files went."""
+    removed = remove_leftovers(directory)
     for path in directory.glob("*.msgpack") if directory.exists() else []:
         path.unlink(missing_ok=True)
         removed += 1
     return removed
+
+
+def remove_leftovers(directory: Path) -> int:
+    """Remove the temporary files (`.N.msgpack.PID.tmp`) of processes that died while writing one.
+
+    Readers write checkpoints too, without the log's lock, so a temporary file is removed only
+    when the process its name records no longer runs (a live one would lose its write, no more)."""
+    removed = 0
+    for temp in directory.glob(".*.tmp") if directory.is_dir() else []:
+        if not _alive(temp.name.split(".")[-2]):
+            temp.unlink(missing_ok=True)
+            removed += 1
+    return removed
+
+
+def _alive(pid: str) -> bool:
+    if not pid.isdecimal() or not 0 < int(pid) < 1 << 22:
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # it exists, as another user's process
+    return True

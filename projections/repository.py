@@ -244,13 +244,14 @@ class PlaybookRepository:
         return Housekept(*self.current(), ())
 
     def _remove_stale_temps(self) -> None:
-        """Remove temporary snapshot files a writer killed mid-replace left behind.
+        """Remove temporary snapshot and checkpoint files a process killed mid-replace left behind.
 
-        Only writers holding the log's lock (as the caller does) create these, so any that
-        exist now belong to a writer that died."""
+        Only writers holding the log's lock (as the caller does) create snapshot temporaries, so
+        any that exist now belong to a writer that died."""
         for name in (SNAPSHOT_NAME, INJECTION_NAME, RECALL_NAME):
             for temp in self.claude_dir.glob(f".{name}.*.tmp"):
                 temp.unlink(missing_ok=True)
+        checkpoints.remove_leftovers(self.claude_dir / checkpoints.CHECKPOINT_DIR)
 
     def _commit(self, commands: Sequence[Command], cause: Cause) -> Housekept:
         state, position = self.checkpoint() if self.store.exists() else (PlaybookState(), Position())

@@ -17,6 +17,7 @@ import msgspec
 
 from eventlog.domain import SECTION_SLUGS, KeyPoint, PendingLearning, PlaybookState, Usage
 from eventlog.events import encodable_json
+from eventlog.faults import point as fault
 from eventlog.store import FILE_MODE, Position
 
 
@@ -171,6 +172,7 @@ def write_atomically(path: Path, data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        fault("before-replace")
         os.replace(temp, path)
     except BaseException:
         temp.unlink(missing_ok=True)
