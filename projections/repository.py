@@ -221,6 +221,9 @@ class PlaybookRepository:
         found = read_snapshot(self.snapshot_path)
         has_log = self.store.exists()
         path = str(self.snapshot_path)
+        if has_log and found is not None and found.snapshot is None and not isinstance(found.data, dict):
+            # JSON, but no playbook: read as a hand edit it would delete every entry. Kept like unreadable bytes.
+            found = ReadSnapshot(error=found.error or f"{path} holds a JSON {_json_kind(found.data)}, not an object")
         if found is not None and found.error is not None:
             moved = self._set_aside(found)
             if not has_log:
@@ -294,3 +297,8 @@ class PlaybookRepository:
         except OSError as exc:
             raise StorageError.failed("move aside", self.snapshot_path, exc) from exc
         return target.name
+
+
+def _json_kind(value: object) -> str:
+    kinds = {type(None): "null", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+    return kinds.get(type(value), type(value).__name__)

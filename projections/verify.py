@@ -80,6 +80,10 @@ def _check_snapshot(repo: PlaybookRepository, state: PlaybookState, position: Po
     except OSError as exc:
         report.problems.append(Problem(file, None, None, f"unreadable: {exc.strerror or exc}"))
         return
+    if found.snapshot is None and not isinstance(found.data, dict):
+        report.problems.append(Problem(file, None, None, "not a JSON object (the next command moves it aside and "
+                                                         "keeps it; the playbook stays as the log says)"))
+        return
     if found.snapshot is None:
         line = _first_difference(actual, _claimed(repo, found.data, expected))
         report.problems.append(Problem(file, line, None, "edited by hand: its content does not match its digest"))

@@ -5,14 +5,18 @@ Kills are real: a child process dies by SIGKILL at a fault point (`eventlog.stor
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from eventlog.decide import ApplyOperations
-from eventlog.events import Cause
+from eventlog.events import Cause, SnapshotSetAside
 from projections.repository import PlaybookRepository
+from projections.verify import verify
 from tests.test_crash import child_env
 
 CAUSE = Cause(source="test")
@@ -20,6 +24,12 @@ CAUSE = Cause(source="test")
 
 def ops(*operations: dict) -> list[ApplyOperations]:
     return [ApplyOperations(list(operations))]
+
+
+def run_cli(project: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
+    """`python -m playbook ARGS --project PROJECT` as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "playbook", *args, "--project", str(project)], input=stdin,
+                          env=child_env(), capture_output=True, text=True, timeout=120)
 
 
 # --- leftovers of a kill ------------------------------------------------------------------------------
@@ -60,3 +70,26 @@ def test_checkpoint_temporaries_of_a_killed_writer_are_removed_by_the_next_write
     assert rebuilt.returncode == 0, rebuilt.stderr.decode()
     assert not any(path.exists() for path in left)
     assert not list((claude / "playbook.checkpoints").glob(".*.tmp"))
+
+
+# --- a playbook.json that is JSON but no playbook ------------------------------------------------------
+
+
+@pytest.mark.parametrize("content", [b"null\n", b"[1, 2]\n", b'"a string"\n', b"42\n"])
+def test_a_non_object_snapshot_with_a_log_is_moved_aside_and_the_playbook_stays_as_the_log_says(tmp_path, content):
+    claude = tmp_path / ".claude"
+    repo = PlaybookRepository(claude)
+    repo.append(ops({"type": "ADD", "text": "keep me"}, {"type": "ADD", "text": "and me"}), CAUSE)
+    repo.snapshot_path.write_bytes(content)
+    assert any("not a JSON object" in p.what for p in verify(repo).problems)
+
+    shown = run_cli(tmp_path, "show", "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert [e["text"] for e in json.loads(shown.stdout)["sections"]["OTHERS"]] == ["keep me", "and me"]
+    assert shown.stderr.count("\n") == 1 and "kept as playbook.json.unreadable-" in shown.stderr
+    kept = list(claude.glob("playbook.json.unreadable-*"))
+    assert [path.read_bytes() for path in kept] == [content]
+    assert [t.events[0].moved_to for t in repo.store.read() if isinstance(t.events[0], SnapshotSetAside)] == \
+        [kept[0].name]
+    assert [e.text for _, e in repo.current()[0].entries()] == ["keep me", "and me"]
+    assert verify(repo).ok
