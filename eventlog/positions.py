@@ -27,11 +27,19 @@ class Transaction(msgspec.Struct, frozen=True):
 
 
 class TornTail(msgspec.Struct, frozen=True):
-    """Bytes after the last committed transaction: a write that never finished."""
+    """Bytes after the last committed transaction: a write that never finished, or damage.
+
+    A write cut short never completes its commit line, so a tail holding a whole commit
+    line that does not read back is damage (`damage`, first found at `damage_line` and
+    byte `damage_offset`): readers skip the tail either way, but no writer cuts it or
+    appends after it."""
 
     offset: int
     length: int
     line: int
+    damage: str | None = None
+    damage_line: int = 0
+    damage_offset: int = 0
 
 
 class Written(msgspec.Struct, frozen=True):

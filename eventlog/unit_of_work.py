@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager
 from typing import Protocol
 
 from .domain import PlaybookState
+from .errors import CorruptLogError
 from .events import Cause, Event, TailRepaired
 from .evolve import apply
 from .store import Committed, Position, TornTail, Transaction, Written
@@ -65,6 +66,10 @@ def commit(store: EventStore, state: PlaybookState, position: Position, decide: 
         state, position = PlaybookState(), Position()
     state, position, torn = store.fold(state, position)
     events: list[Event] = []
+    if torn is not None and torn.damage is not None:
+        raise CorruptLogError(getattr(store, "path", "log"), torn.damage_line, torn.damage_offset,
+                              f"{torn.damage}; nothing is appended after a line that cannot be read whole "
+                              "(playbook verify says what to do)")
     if torn is not None:
         events.append(store.cut(torn))
     decided = decide(state)

@@ -22,11 +22,11 @@ import msgspec
 from eventlog import events as ev
 from eventlog import logformat
 from eventlog.domain import KeyPoint, PlaybookState
-from eventlog.errors import PlaybookError
+from eventlog.errors import CorruptLogError, PlaybookError
 from eventlog.events import Event, TransactionCommitted, UnknownRecord
 from eventlog.evolve import apply_transaction
 from eventlog.registry import json_string, mentions
-from eventlog.store import LogReader, Position, Transaction, hash_at
+from eventlog.store import LogReader, Position, Transaction, chained, find_damage, hash_at
 
 from . import checkpoints
 from .checkpoints import CHECKPOINT_DIR
@@ -96,12 +96,26 @@ def commit_index(path: Path, known: list[CommitRef] | None = None) -> list[Commi
 
 
 def read_transaction(path: Path, ref: CommitRef) -> Transaction:
-    """The one transaction `ref` points at, read and decoded on its own."""
+    """The one transaction `ref` points at, read and decoded on its own.
+
+    Its bytes are checked against its commit line's `h` (one crc32); damage raises CorruptLogError
+    with the file, line and byte of the first damaged line."""
     with open(path, "rb") as handle:
         handle.seek(ref.start.offset)
         data = handle.read(ref.end.offset - ref.start.offset)
-    records = logformat.decode_records(data)
+    try:
+        records = logformat.decode_records(data)
+    except logformat.DECODE_ERRORS:
+        records = []
+    if (not records or type(records[-1]) is not TransactionCommitted or records[-1].events != len(records) - 1
+            or not chained(data, ref.start.hash)):
+        raise _damaged(path, ref.end.offset)
     return Transaction(events=records[:-1], commit=records[-1], start=ref.start, end=ref.end)
+
+
+def _damaged(path: Path, end: int) -> CorruptLogError:
+    found = find_damage(path, end)
+    return found or CorruptLogError(path, 0, end, "a transaction does not read back whole")
 
 
 class Timeline:
@@ -345,7 +359,7 @@ def _transaction_around(handle: IO[bytes], offset: int) -> Transaction | None:
     try:
         records = logformat.decode_records(data)
     except logformat.DECODE_ERRORS:
-        return None
+        raise _damaged(Path(handle.name), begin + len(data)) from None
     commit = records[-1]
     first = records[0].seq if len(records) > 1 else commit.seq
     return Transaction(events=records[:-1], commit=commit, start=Position(begin, first - 1, "", 0),

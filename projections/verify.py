@@ -54,7 +54,15 @@ def verify(repo: PlaybookRepository) -> Report:
         report.problems.append(Problem(str(exc.path), exc.line, exc.offset, exc.reason))
         state = None
     report.seq = position.seq
-    if reader.torn is not None:
+    if reader.torn is not None and reader.torn.damage is not None:
+        torn = reader.torn
+        report.problems.append(Problem(
+            str(path), torn.damage_line, torn.damage_offset,
+            f"{torn.damage}: a whole line after the last whole transaction (seq {position.seq}) does not read back, "
+            f"so no writer appends; restore the log from a copy, or copy it and cut it at byte {torn.offset} "
+            f"(truncate -s {torn.offset} {path.name}), then `playbook recover` takes back what playbook.json "
+            "still holds beyond it"))
+    elif reader.torn is not None:
         torn = reader.torn
         report.problems.append(Problem(str(path), torn.line, torn.offset,
                                        f"unfinished transaction: {torn.length} bytes after the last commit "

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from eventlog.decide import ApplyOperations
+from eventlog.errors import CorruptLogError
 from eventlog.events import Cause, SnapshotSetAside
 from projections.repository import PlaybookRepository
 from projections.verify import verify
@@ -93,3 +94,63 @@ def test_a_non_object_snapshot_with_a_log_is_moved_aside_and_the_playbook_stays_
         [kept[0].name]
     assert [e.text for _, e in repo.current()[0].entries()] == ["keep me", "and me"]
     assert verify(repo).ok
+
+
+# --- a damaged last commit line ----------------------------------------------------------------------
+
+
+def _five_transactions(project: Path) -> PlaybookRepository:
+    repo = PlaybookRepository(project / ".claude")
+    for index in range(5):
+        repo.append(ops({"type": "ADD", "text": f"lesson {index}"}), CAUSE)
+    return repo
+
+
+def _no_traceback(result: subprocess.CompletedProcess) -> None:
+    assert "Traceback" not in result.stderr and result.stderr.count("\n") <= 2, result.stderr
+
+
+def test_a_writer_never_appends_after_a_damaged_last_commit_line_and_readers_never_show_a_traceback(tmp_path):
+    repo = _five_transactions(tmp_path)
+    log = repo.store.path
+    data = log.read_bytes()
+    at = data.rindex(b'{"type":"TransactionCommitted","seq":') + len(b'{"type":"TransactionCommitted","seq":')
+    damaged = data[:at] + b"0" + data[at + 1:]  # "seq":10 -> "seq":00, no longer JSON
+    log.write_bytes(damaged)
+    line, offset = damaged.count(b"\n"), damaged.rindex(b"\n", 0, len(damaged) - 1) + 1
+
+    with pytest.raises(CorruptLogError) as raised:
+        repo.append(ops({"type": "ADD", "text": "built on damage"}), CAUSE)
+    assert (raised.value.path, raised.value.line, raised.value.offset) == (log, line, offset)
+    assert "playbook verify" in str(raised.value)
+    imported = tmp_path / "other.json"
+    imported.write_text(json.dumps({"sections": {"OTHERS": [{"name": "x", "text": "imported"}]}}))
+    written = run_cli(tmp_path, "import", str(imported))
+    assert written.returncode == 1 and f"{log}:{line}: " in written.stderr and f"byte {offset}" in written.stderr
+    _no_traceback(written)
+    assert log.read_bytes() == damaged and not list(repo.claude_dir.glob("*.torn-*"))
+
+    checked = run_cli(tmp_path, "verify")
+    assert checked.returncode == 1 and f"{log.name}:{line}: " in checked.stdout
+    cut = len(data) - sum(len(line) for line in data.splitlines(keepends=True)[-2:])  # the last transaction's start
+    assert f"truncate -s {cut} " in checked.stdout
+    for command in (["show"], ["log"], ["log", "-v"], ["history", "oth-005"], ["stats"], ["at", "4"],
+                    ["diff", "2"], ["show", "--json"], ["log", "--json"]):
+        _no_traceback(run_cli(tmp_path, *command))
+    assert log.read_bytes() == damaged
+
+
+def test_a_damaged_line_in_the_middle_is_one_line_with_file_and_line_from_every_reader(tmp_path):
+    repo = _five_transactions(tmp_path)
+    log = repo.store.path
+    lines = log.read_bytes().splitlines(keepends=True)
+    lines[3] = lines[3].replace(b'"seq":4,', b'"seq":00,')  # the second transaction's commit line
+    log.write_bytes(b"".join(lines))
+    offset = len(lines[0]) + len(lines[1]) + len(lines[2])
+    for command in (["log"], ["log", "-v"], ["log", "-n", "0"], ["stats"], ["at", "9"], ["diff", "2"],
+                    ["revert", "--dry-run", "oth-001"], ["verify"]):
+        result = run_cli(tmp_path, *command)
+        _no_traceback(result)
+        if command != ["revert", "--dry-run", "oth-001"]:
+            assert result.returncode == 1 and f"{log}:4" in result.stderr + result.stdout, (command, result)
+            assert f"byte {offset}" in result.stderr + result.stdout, (command, result)
