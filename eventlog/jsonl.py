@@ -23,7 +23,7 @@ from .events import Cause, Event, TailRepaired
 from .faults import point as fault
 from .logformat import encoded, start, text
 from .positions import Committed, Position, TornTail, Written
-from .store import FILE_MODE, Decider
+from .store import FILE_MODE, Decider, make_dirs
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -57,7 +57,7 @@ class JsonlEventStore:
     def locked(self) -> Iterator[None]:
         """Hold the exclusive writer lock (blocking)."""
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_dirs(self.path.parent)
         except OSError as exc:
             raise StorageError.failed("create directory", self.path.parent, exc) from exc
         try:

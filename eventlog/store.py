@@ -14,6 +14,7 @@ Safe across processes on one machine; not NFS-safe (it relies on `flock`).
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
@@ -37,8 +38,27 @@ __all__ = [  # the line format's helpers and the position types are used through
 ]
 
 CHUNK_SIZE = 1 << 20
-FILE_MODE = 0o664
-"""Mode of every file created here: the user's umask applies, and none is ever world-writable."""
+SHARED_FILES = os.environ.get("PLAYBOOK_SHARED_FILES", "").lower() not in ("", "0", "false", "no")
+"""The setting `PLAYBOOK_SHARED_FILES=1`: files follow the umask (group may read), as other tools' files do."""
+FILE_MODE = 0o664 if SHARED_FILES else 0o600
+"""Mode of every file created here: private to the user (the log quotes transcripts and model answers),
+unless shared; the umask applies on top, and none is ever world-writable."""
+DIR_MODE = 0o775 if SHARED_FILES else 0o700
+"""Mode of every directory created here: never world-writable, whatever the umask."""
+
+
+def make_dirs(path: Path) -> None:
+    """Create `path` and its missing parents with DIR_MODE: a umask of 000 never makes one world-writable."""
+    missing = []
+    while not path.exists() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=DIR_MODE)
+        except FileExistsError:
+            pass
+
 Decider = Callable[[PlaybookState], list[Event]]
 
 

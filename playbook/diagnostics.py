@@ -6,12 +6,14 @@ diagnostic mode also writes them as small text files, as the older tool did.
 
 from __future__ import annotations
 
+import os
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
 from eventlog import events as ev
 from eventlog.domain import PRUNE_RULE
+from eventlog.store import FILE_MODE, make_dirs
 
 from .project import claude_dir
 from .safe_text import clean
@@ -24,9 +26,10 @@ def is_diagnostic_mode() -> bool:
 def save_diagnostic(content: str, name: str) -> Path:
     """Write one diagnostic file under `<project>/.claude/diagnostic/` and return its path."""
     directory = claude_dir() / "diagnostic"
-    directory.mkdir(parents=True, exist_ok=True)
+    make_dirs(directory)
     path = directory / f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S-%f}_{name}.txt"
-    path.write_text(content, encoding="utf-8")
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE), "w", encoding="utf-8") as out:
+        out.write(content)
     return path
 
 

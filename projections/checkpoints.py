@@ -13,7 +13,7 @@ from pathlib import Path
 import msgspec
 
 from eventlog.domain import PlaybookState
-from eventlog.store import Position, hash_at
+from eventlog.store import Position, hash_at, make_dirs
 
 from .snapshot import write_atomically
 
@@ -38,7 +38,7 @@ def crosses(before: int, after: int, every: int | None = None) -> bool:
 def save(directory: Path, state: PlaybookState, position: Position) -> None:
     """Keep `state` at `position`; failures are ignored (a checkpoint only saves time)."""
     try:
-        directory.mkdir(exist_ok=True)
+        make_dirs(directory)
         path = directory / f"{position.seq}.msgpack"
         if not path.exists():
             write_atomically(path, msgspec.msgpack.encode(Checkpoint(state=state.copy(), position=position)))

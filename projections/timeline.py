@@ -26,7 +26,7 @@ from eventlog.errors import CorruptLogError, PlaybookError
 from eventlog.events import Event, TransactionCommitted, UnknownRecord
 from eventlog.evolve import apply_transaction
 from eventlog.registry import json_string, mentions
-from eventlog.store import LogReader, Position, Transaction, chained, find_damage, hash_at
+from eventlog.store import LogReader, Position, Transaction, chained, find_damage, hash_at, make_dirs
 
 from . import checkpoints
 from .checkpoints import CHECKPOINT_DIR
@@ -142,7 +142,7 @@ class Timeline:
             self._refs = commit_index(self.path, known)
             if len(self._refs) > len(known):
                 try:
-                    self.checkpoint_dir.mkdir(exist_ok=True)
+                    make_dirs(self.checkpoint_dir)
                     write_atomically(cache, msgspec.msgpack.encode(self._refs))
                 except OSError:
                     pass  # only a cache
