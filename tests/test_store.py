@@ -220,7 +220,7 @@ def test_a_cut_at_every_byte_offset_shows_whole_transactions_and_the_next_append
             assert kept.read_bytes() == full[last_end:cut]
 
 
-@pytest.mark.parametrize("junk", [b"\x00" * 300, b"garbage without newline"])
+@pytest.mark.parametrize("junk", [b"\x00" * 300, b"garbage without newline", b"{\"type\": \"Key\n\x00\x00\n"])
 def test_a_tail_of_junk_is_invisible_and_cut_by_the_next_writer(tmp_path, junk):
     store, ends = _three_transactions(tmp_path)
     store.path.write_bytes(store.path.read_bytes() + junk)
@@ -231,10 +231,11 @@ def test_a_tail_of_junk_is_invisible_and_cut_by_the_next_writer(tmp_path, junk):
     assert len(list(store.read())) == 4
 
 
-@pytest.mark.parametrize("junk", [b"{\"type\": \"Key\n\x00\x00\n", b"\n", b"{}\npartial"])
-def test_a_tail_of_whole_lines_that_do_not_read_back_is_invisible_and_never_written_after(tmp_path, junk):
-    # A write cut short leaves whole lines as written and one unfinished line at most: whole lines
-    # that do not read back were damaged later, and the writer refuses instead of cutting them.
+@pytest.mark.parametrize("junk", [b'{"type":"TransactionCommitted","seq":00,"h":"0badf00d"}\n',
+                                  b'{"type":"KeyPointAdded"}\n{"type":"TransactionCommitted",,"h":"0badf00d"}\n{"x"'])
+def test_a_tail_with_a_whole_commit_line_that_does_not_read_back_is_invisible_and_never_written_after(tmp_path, junk):
+    # A write cut short never completes its commit line: one that is whole and does not read back was
+    # damaged later, and the writer refuses instead of cutting a transaction that was acknowledged.
     store, ends = _three_transactions(tmp_path)
     before = store.path.read_bytes() + junk
     store.path.write_bytes(before)
