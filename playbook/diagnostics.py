@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -42,6 +43,9 @@ def _short(text: str) -> str:
     return text[:80]
 
 
+Note = Callable[[str, str], None]
+
+
 def describe(events: list[ev.Event]) -> tuple[list[str], dict[str, list[str]]]:
     """(lines for stderr, diagnostic name -> lines) describing what `events` did or skipped."""
     stderr: list[str] = []
@@ -51,49 +55,60 @@ def describe(events: list[ev.Event]) -> tuple[list[str], dict[str, list[str]]]:
         notes.setdefault(name, []).append(line)
 
     for event in events:
-        match event:
-            case ev.OperationSkipped(reason="truncated", detail=detail):
-                note("curator_truncation", detail)
-            case ev.OperationSkipped(reason="unknown_id", detail=detail, kind=kind):
-                note("curator_unknown_id", detail)
-                if kind == "operation":
-                    stderr.append(f"skipped {detail}")
-            case ev.OperationSkipped(reason="too_few_sources", detail=detail):
-                note("curator_invalid_operation", detail)
-                if "unknown:" in detail:
-                    note("curator_unknown_id", detail)
-            case ev.OperationSkipped(kind="change", reason="empty_text" | "invalid_text" | "not_an_object" as reason,
-                                     detail=detail, operation=item):
-                note("curator_invalid_operation", f"{reason}: {detail}")
-                stderr.append(hand_edit_problem(detail, item))
-            case ev.OperationSkipped(kind=kind, reason=reason, detail=detail) if kind != "import":
-                note("curator_invalid_operation", f"{reason}: {detail}")
-            case ev.KeyPointAdded(requested_section=str() as requested, text=text):
-                note("sections_unknown_section", f"Unknown section '{requested}' for key point: \"{_short(text)}\". Assigned to OTHERS.")
-            case ev.KeyPointsMerged(missing_sources=missing, name=name) if missing:
-                note("curator_unknown_id", f"MERGE into {name}: unknown source ids {', '.join(missing)}")
-            case ev.KeyPointDeleted(name=name, text=text, reason=reason):
-                note("curator_delete", f"DELETE {name}: \"{_short(text)}\" reason: {reason}")
-            case ev.KeyPointUpdated(name=name, text=text, previous_text=previous):
-                note("curator_update", f"UPDATE {name}: \"{_short(previous)}\" -> \"{_short(text)}\"")
-            case ev.KeyPointPruned(name=name, text=text, helpful=helpful, harmful=harmful):
-                line = f"pruned {name}: \"{_short(text)}\" (helpful={helpful}, harmful={harmful}) reason: {PRUNE_RULE}"
-                stderr.append(line)
-                note("playbook_pruning", line)
-            case ev.PlaybookImported(file_format="unreadable", moved_aside=moved, error=error):
-                stderr.append(f"playbook.json could not be read ({error}); it is kept as {moved or 'nothing'} "
-                              "and the playbook starts empty")
-            case ev.SnapshotSetAside(moved_to=moved, error=error):
-                stderr.append(f"playbook.json could not be read ({error}); it is kept as {moved or 'nothing'} "
-                              "and was rebuilt from the log")
-            case ev.PlaybookImported(file_format="flat", entries=count):
-                note("sections_migration", f"Migrated {count} entries from flat key_points to OTHERS section")
-            case ev.PlaybookImported(file_format="dual_key"):
-                note("sections_dual_key_warning", "Dual-key playbook.json detected: both 'sections' and 'key_points' "
-                     "present. Using 'sections', ignoring 'key_points'.")
-            case ev.KeyPointImported(source_format="dict_with_score" | "bare_string" as fmt, name=name):
-                note("playbook_migration", f"{name}: migrated from {fmt.replace('_', ' ')}")
+        if isinstance(event, ev.OperationSkipped):
+            _describe_skip(event, note, stderr)
+        else:
+            _describe_change(event, note, stderr)
     return stderr, notes
+
+
+def _describe_skip(event: ev.OperationSkipped, note: Note, stderr: list[str]) -> None:
+    match event:
+        case ev.OperationSkipped(reason="truncated", detail=detail):
+            note("curator_truncation", detail)
+        case ev.OperationSkipped(reason="unknown_id", detail=detail, kind=kind):
+            note("curator_unknown_id", detail)
+            if kind == "operation":
+                stderr.append(f"skipped {detail}")
+        case ev.OperationSkipped(reason="too_few_sources", detail=detail):
+            note("curator_invalid_operation", detail)
+            if "unknown:" in detail:
+                note("curator_unknown_id", detail)
+        case ev.OperationSkipped(kind="change", reason="empty_text" | "invalid_text" | "not_an_object" as reason,
+                                 detail=detail, operation=item):
+            note("curator_invalid_operation", f"{reason}: {detail}")
+            stderr.append(hand_edit_problem(detail, item))
+        case ev.OperationSkipped(kind=kind, reason=reason, detail=detail) if kind != "import":
+            note("curator_invalid_operation", f"{reason}: {detail}")
+
+
+def _describe_change(event: ev.Event, note: Note, stderr: list[str]) -> None:
+    match event:
+        case ev.KeyPointAdded(requested_section=str() as requested, text=text):
+            note("sections_unknown_section", f"Unknown section '{requested}' for key point: \"{_short(text)}\". Assigned to OTHERS.")
+        case ev.KeyPointsMerged(missing_sources=missing, name=name) if missing:
+            note("curator_unknown_id", f"MERGE into {name}: unknown source ids {', '.join(missing)}")
+        case ev.KeyPointDeleted(name=name, text=text, reason=reason):
+            note("curator_delete", f"DELETE {name}: \"{_short(text)}\" reason: {reason}")
+        case ev.KeyPointUpdated(name=name, text=text, previous_text=previous):
+            note("curator_update", f"UPDATE {name}: \"{_short(previous)}\" -> \"{_short(text)}\"")
+        case ev.KeyPointPruned(name=name, text=text, helpful=helpful, harmful=harmful):
+            line = f"pruned {name}: \"{_short(text)}\" (helpful={helpful}, harmful={harmful}) reason: {PRUNE_RULE}"
+            stderr.append(line)
+            note("playbook_pruning", line)
+        case ev.PlaybookImported(file_format="unreadable", moved_aside=moved, error=error):
+            stderr.append(f"playbook.json could not be read ({error}); it is kept as {moved or 'nothing'} "
+                          "and the playbook starts empty")
+        case ev.SnapshotSetAside(moved_to=moved, error=error):
+            stderr.append(f"playbook.json could not be read ({error}); it is kept as {moved or 'nothing'} "
+                          "and was rebuilt from the log")
+        case ev.PlaybookImported(file_format="flat", entries=count):
+            note("sections_migration", f"Migrated {count} entries from flat key_points to OTHERS section")
+        case ev.PlaybookImported(file_format="dual_key"):
+            note("sections_dual_key_warning", "Dual-key playbook.json detected: both 'sections' and 'key_points' "
+                 "present. Using 'sections', ignoring 'key_points'.")
+        case ev.KeyPointImported(source_format="dict_with_score" | "bare_string" as fmt, name=name):
+            note("playbook_migration", f"{name}: migrated from {fmt.replace('_', ' ')}")
 
 
 ENTRY_FIELDS = ("name", "text", "helpful", "harmful")
