@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from eventlog.domain import PlaybookState
-from projections.diff import Diff
+from projections.diff import Change, Diff
 
 from .audit import Imported, PointState, Reverted, Stats
 from .report import event_json, event_lines
@@ -39,48 +39,62 @@ def _point(title: str, label: str, point: PointState, width: int) -> str:
     return fit(f"{title:<6}seq {point.seq}{after}  ({clean(label)})", width)
 
 
+_TEXT_INDENT = "      "
+
+
 def diff_lines(change: Diff, a: PointState, b: PointState, a_label: str, b_label: str, style: Style) -> list[str]:
     width = style.width
     lines = [style.paint(fit(f"diff {clean(a_label)} {clean(b_label)}", width), "bold"),
              _point("from", a_label, a, width), _point("to", b_label, b, width)]
-    text_indent = "      "
 
     def heading(title: str, count: int) -> None:
         lines.append("")
         lines.append(style.paint(f"{title} ({count})", "bold"))
 
-    if change.added:
-        heading("added", len(change.added))
-        for c in change.added:
-            lines.append(style.paint("  + ", "green") + f"{clean(c.name)}  {clean(c.section)}  {counters(c.helpful, c.harmful)}")
-            lines += wrap(text_indent, quote(c.text), width)
-    if change.removed:
-        heading("removed", len(change.removed))
-        for c in change.removed:
-            lines.append(style.paint("  - ", "red") + f"{clean(c.name)}  {clean(c.section)}  {counters(c.helpful, c.harmful)}")
-            lines += wrap(text_indent, quote(c.text), width)
-    if change.reworded:
-        heading("re-worded", len(change.reworded))
-        for c in change.reworded:
-            lines.append(style.paint("  ~ ", "yellow") + clean(c.name))
-            before = wrap(text_indent + "- ", quote(c.before_text), width)
-            after = wrap(text_indent + "+ ", quote(c.text), width)
-            lines += [style.paint(line, "red") for line in before] + [style.paint(line, "green") for line in after]
-    if change.moved:
-        heading("moved", len(change.moved))
-        for c in change.moved:
-            moved = wrap(f"  > {clean(c.name)}  ", f"{clean(c.before_section)} -> {clean(c.section)}", width, indent=6)
-            lines += [style.paint(moved[0][:4], "yellow") + moved[0][4:], *moved[1:]]
-    if change.counters:
-        heading("counters", len(change.counters))
-        for c in change.counters:
-            lines.append(style.paint("  # ", "yellow") + f"{clean(c.name)}  "
-                         f"{counters(c.before_helpful or 0, c.before_harmful or 0)} -> {counters(c.helpful, c.harmful)}")
+    for title, changed, render in (("added", change.added, _added), ("removed", change.removed, _removed),
+                                   ("re-worded", change.reworded, _reworded), ("moved", change.moved, _moved),
+                                   ("counters", change.counters, _counted)):
+        if changed:
+            heading(title, len(changed))
+            for c in changed:
+                lines += render(c, style)
     reordered = _reordered(a.state, b.state, change)
     if reordered:
         heading("order", len(reordered))
         for section, names in reordered.items():
             lines += wrap(f"  {section}: ", ", ".join(clean(n) for n in names), width, indent=4)
+    return lines + _diff_footer(change, bool(reordered), style)
+
+
+def _added(c: Change, style: Style) -> list[str]:
+    return [style.paint("  + ", "green") + f"{clean(c.name)}  {clean(c.section)}  {counters(c.helpful, c.harmful)}",
+            *wrap(_TEXT_INDENT, quote(c.text), style.width)]
+
+
+def _removed(c: Change, style: Style) -> list[str]:
+    return [style.paint("  - ", "red") + f"{clean(c.name)}  {clean(c.section)}  {counters(c.helpful, c.harmful)}",
+            *wrap(_TEXT_INDENT, quote(c.text), style.width)]
+
+
+def _reworded(c: Change, style: Style) -> list[str]:
+    before = wrap(_TEXT_INDENT + "- ", quote(c.before_text), style.width)
+    after = wrap(_TEXT_INDENT + "+ ", quote(c.text), style.width)
+    return [style.paint("  ~ ", "yellow") + clean(c.name), *[style.paint(line, "red") for line in before],
+            *[style.paint(line, "green") for line in after]]
+
+
+def _moved(c: Change, style: Style) -> list[str]:
+    moved = wrap(f"  > {clean(c.name)}  ", f"{clean(c.before_section)} -> {clean(c.section)}", style.width, indent=6)
+    return [style.paint(moved[0][:4], "yellow") + moved[0][4:], *moved[1:]]
+
+
+def _counted(c: Change, style: Style) -> list[str]:
+    return [style.paint("  # ", "yellow") + f"{clean(c.name)}  "
+            f"{counters(c.before_helpful or 0, c.before_harmful or 0)} -> {counters(c.helpful, c.harmful)}"]
+
+
+def _diff_footer(change: Diff, reordered: bool, style: Style) -> list[str]:
+    lines = []
     if change.version is not None:
         lines.append("")
         lines.append(style.paint("version", "bold") + f" {clean(change.version[0])} -> {clean(change.version[1])}")
