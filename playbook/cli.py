@@ -11,11 +11,13 @@ import argparse
 import io
 import os
 import sys
+from pathlib import Path
 
 from eventlog.errors import PlaybookError
 
 from .audit_commands import cmd_at, cmd_dedup, cmd_diff, cmd_history, cmd_import, cmd_log, cmd_rebuild, cmd_revert
-from .audit_commands import cmd_serve, cmd_show, cmd_stats, cmd_timeline, cmd_verify, project_dir
+from .audit_commands import _out_json, cmd_serve, cmd_show, cmd_stats, cmd_timeline, cmd_verify, project_dir
+from .project import repository
 
 EPILOG = """\
 WHEN is an ISO time (2026-11-22T10:00), a time ago (30m, 2h, 3d, 1w), a seq
@@ -61,7 +63,7 @@ def cmd_uninstall(args: argparse.Namespace) -> int:
 def cmd_share(args: argparse.Namespace) -> int:
     from .share import share
 
-    project = _project(args)
+    project = project_dir(args)
     for line in share(project):
         print(line)
     print(f"shared: commit .gitattributes, .gitignore and {project.name}/.claude/playbook.events.jsonl; "
@@ -72,7 +74,7 @@ def cmd_share(args: argparse.Namespace) -> int:
 def cmd_unshare(args: argparse.Namespace) -> int:
     from .share import unshare
 
-    done = unshare(_project(args))
+    done = unshare(project_dir(args))
     for line in done:
         print(line)
     if not done:
@@ -90,7 +92,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     from . import report
     from .merging import merge_file, summary
 
-    outcome = merge_file(repository(_project(args)), Path(args.other))
+    outcome = merge_file(repository(project_dir(args)), Path(args.other))
     if args.json:
         _out_json({"brought": outcome.brought, "appended": outcome.appended, "unchanged": outcome.unchanged,
                    "renamed": outcome.renamed, "conflicts": outcome.conflicts, "reverted": outcome.reverted})
@@ -103,7 +105,7 @@ def cmd_git_hook(args: argparse.Namespace) -> int:
     from .merging import after_git
 
     try:
-        after_git(_project(args))
+        after_git(project_dir(args))
     except Exception as exc:  # a git hook must never get in git's way
         from .report import clean
 
@@ -251,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
         from .share import ensure_registered
 
         try:
-            ensure_registered(_project(args))
+            ensure_registered(project_dir(args))
         except PlaybookError:
             pass  # a project that is not there: the command itself says so
     try:
