@@ -56,7 +56,7 @@ def text(running: int) -> str:
     return "%08x" % running
 
 
-def line_hash(running: int, prefix: bytes) -> int:
+def line_hash(running: int, prefix: bytes | bytearray | memoryview) -> int:
     """The `h` of a line: the CRC-32 of the whole file up to this line's `,"h":` field.
 
     So every line is checked on its own (from the running value before it), and a whole

@@ -158,7 +158,7 @@ def render_messages(messages: Sequence[Any]) -> str:
         content = message.get("content") if isinstance(message, dict) else getattr(message, "content", "")
         # Scrubbed turn by turn as well: cutting a long transcript to its end can leave half a
         # secret at the cut, which the scrub of the whole prompt would no longer recognise.
-        turns.append(f"{'Assistant' if role == 'assistant' else 'User'}: {scrub(content)}")
+        turns.append(f"{'Assistant' if role == 'assistant' else 'User'}: {scrub(str(content))}")
     text = "\n\n".join(turns)
     return text if len(text) <= MAX_TRANSCRIPT_CHARS else "[earlier turns omitted]\n" + text[-MAX_TRANSCRIPT_CHARS:]
 

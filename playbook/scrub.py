@@ -156,13 +156,13 @@ def _candidates(text: str) -> Iterator[Finding]:
         if match.group().count(".") >= 2 and JwtTokenDetector.is_formally_valid(match.group()):
             yield Finding("jwt", match.start(), match.end())
     position = 0
-    while (match := _ASSIGNED.search(text, position)) is not None:
-        if _assigned_secret(match):
-            yield Finding("secret-assignment", match.start("value"), match.end("value"))
-            position = match.end()
+    while (assigned := _ASSIGNED.search(text, position)) is not None:
+        if _assigned_secret(assigned):
+            yield Finding("secret-assignment", assigned.start("value"), assigned.end("value"))
+            position = assigned.end()
         else:
             # `Credentials: API_KEY=...`: a rejected value can be the name of the next assignment
-            position = match.start("value")
+            position = assigned.start("value")
 
 
 def find_secrets(text: str) -> list[Finding]:
