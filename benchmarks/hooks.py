@@ -80,7 +80,8 @@ def measure(runs: int = 40, entries: int = 500) -> dict[str, list[float]]:
         # compiling every module from source on each run would be measured as the hooks' cost.
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("ANTHROPIC_", "AGENTIC_CONTEXT_")) and k != "PYTHONDONTWRITEBYTECODE"}
-        env |= {"CLAUDE_PROJECT_DIR": str(project), "CLAUDE_CONFIG_DIR": str(config)}
+        # The whole playbook (no injection budget): the hook's worst case, bytes growing with the playbook.
+        env |= {"CLAUDE_PROJECT_DIR": str(project), "CLAUDE_CONFIG_DIR": str(config), "PLAYBOOK_INJECTION_BUDGET": "0"}
         start_in = json.dumps({"hook_event_name": "SessionStart", "source": "startup", "session_id": "b"}).encode()
         end_in = json.dumps({"hook_event_name": "SessionEnd", "reason": "prompt_input_exit", "session_id": "b",
                              "transcript_path": str(transcript)}).encode()
