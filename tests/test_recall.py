@@ -76,6 +76,32 @@ def test_the_hook_and_the_index_split_words_alike():
     assert hook.STOP == index.STOP
 
 
+def test_both_hooks_stamp_the_settings_as_the_projection_does(tmp_path, monkeypatch):
+    """The hooks keep standard-library copies of `injection.settings_stamp`; a projection whose stamp
+    they compute differently would never be served."""
+    from playbook import inject
+    from projections import injection
+
+    home, project = tmp_path / "stamp-home", tmp_path / "stamp-project"
+    (home / ".claude").mkdir(parents=True)
+    (project / ".claude").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    stamps = []
+    for step in range(3):
+        if step == 1:
+            (home / ".claude" / injection.SETTINGS_NAME).write_text('{"playbook_recall": false}')
+            (project / ".claude" / injection.SETTINGS_NAME).write_text('{"playbook_injection_budget": 10}')
+        if step == 2:
+            for name, value in zip(injection.STAMPED_ENV, ("1 2", "0", "\u00e9")):
+                monkeypatch.setenv(name, value)
+        stamp = injection.settings_stamp(project)
+        assert inject.settings_stamp(str(project)) == stamp
+        assert hook.settings_stamp(str(project)) == stamp
+        stamps.append(stamp)
+    assert len(set(stamps)) == 3
+    assert inject.STAMPED_ENV == hook.STAMPED_ENV == injection.STAMPED_ENV
+
+
 def test_a_prompt_brings_in_the_left_out_key_point_it_is_about(project):
     seed(project)
     text = context(prompt(project, "The kerberos keytab broke after we renamed the realm; what now?"))
