@@ -124,9 +124,21 @@ class MergeDuplicates(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class FailLearning(msgspec.Struct, frozen=True, kw_only=True):
+    """A cycle failed: its request stays pending for a retry (`attempt` is the how-manieth failure),
+    or, with `give_up`, is closed for good."""
+
     request: str
     error: str
     transcript: str = ""
+    attempt: int | None = None
+    give_up: bool = False
+
+
+class SwitchPlaybook(msgspec.Struct, frozen=True, kw_only=True):
+    """Turn injection and learning on or off for the project; nothing when it already is so."""
+
+    enabled: bool
+    reason: str = ""
 
 
 class SkipLearning(msgspec.Struct, frozen=True, kw_only=True):
@@ -139,4 +151,5 @@ class SkipLearning(msgspec.Struct, frozen=True, kw_only=True):
 Command = Union[
     ApplyOperations, AddNewKeyPoints, Evaluate, Prune, ImportLegacy, RecordUnreadableFile, ReplaceContent,
     RequestLearning, CompleteLearning, FailLearning, SkipLearning, SweepStale, MergeDuplicates, HoldCuration,
+    SwitchPlaybook,
 ]

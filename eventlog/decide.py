@@ -20,10 +20,11 @@ from .events import CountersSet, CurationHeld, Event, KeyPointAdded, KeyPointDel
 from .events import KeyPointImported, KeyPointMarkedStale, KeyPointMoved, KeyPointPruned, KeyPointsMerged
 from .events import KeyPointUpdated, LearningCompleted, LearningFailed, LearningRequested, LearningSkipped
 from .events import OperationSkipped, PlaybookImported, SectionReordered, VersionSet
+from .events import LearningGivenUp, PlaybookDisabled, PlaybookEnabled
 from .collapse import HoldCuration
 from .commands import AddNewKeyPoints, ApplyOperations, Command, CompleteLearning, Evaluate, FailLearning
 from .commands import ImportLegacy, MergeDuplicates, Prune, RecordUnreadableFile, ReplaceContent, RequestLearning
-from .commands import SkipLearning, SkipReason, SweepStale
+from .commands import SkipLearning, SkipReason, SweepStale, SwitchPlaybook
 from .evolve import apply, fold
 from .legacy import NormalizedPlaybook, normalize_playbook, to_jsonable
 from .values import Origin, SkipKind, SkipReasonName
@@ -31,7 +32,7 @@ from .values import Origin, SkipKind, SkipReasonName
 __all__ = [  # the commands, re-exported: callers import them with decide
     "AddNewKeyPoints", "ApplyOperations", "Command", "CompleteLearning", "Evaluate", "FailLearning", "HoldCuration",
     "ImportLegacy", "MergeDuplicates", "Prune", "RecordUnreadableFile", "ReplaceContent", "RequestLearning",
-    "SkipLearning", "SkipReason", "SweepStale", "content_state", "decide", "decide_all", "import_events",
+    "SkipLearning", "SkipReason", "SweepStale", "SwitchPlaybook", "content_state", "decide", "decide_all", "import_events",
 ]
 
 MAX_OPERATIONS = 10
@@ -432,7 +433,18 @@ def _hold_curation(d: _Decision, command: HoldCuration) -> None:
 
 def _fail_learning(d: _Decision, command: FailLearning) -> None:
     if command.request in d.state.pending:
-        d.emit(LearningFailed(request=command.request, error=command.error, transcript=command.transcript))
+        d.emit(LearningFailed(request=command.request, error=command.error, transcript=command.transcript,
+                              attempt=command.attempt))
+        if command.give_up:
+            d.emit(LearningGivenUp(request=command.request, attempts=command.attempt or 1, error=command.error,
+                                   transcript=command.transcript))
+
+
+def _switch_playbook(d: _Decision, command: SwitchPlaybook) -> None:
+    if command.enabled and d.state.disabled:
+        d.emit(PlaybookEnabled(reason=command.reason))
+    elif not command.enabled and not d.state.disabled:
+        d.emit(PlaybookDisabled(reason=command.reason))
 
 
 def _skip_learning(d: _Decision, command: SkipLearning) -> None:
@@ -456,4 +468,5 @@ _HANDLERS: dict[type, Callable[[_Decision, Any], None]] = {
     SweepStale: _sweep_stale,
     MergeDuplicates: _merge_duplicates,
     HoldCuration: _hold_curation,
+    SwitchPlaybook: _switch_playbook,
 }

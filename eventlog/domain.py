@@ -57,6 +57,10 @@ class PendingLearning(msgspec.Struct, frozen=True, gc=False):
     transcript: str
     session: str | None = None
     requested_at: str = ""
+    attempts: int = 0
+    """How many cycles for it failed so far."""
+    failed_at: str = ""
+    """When the last of them failed."""
 
 
 class PlaybookState(msgspec.Struct):
@@ -83,6 +87,8 @@ class PlaybookState(msgspec.Struct):
     """Learning cycles completed: the clock that staleness is measured in."""
     usage: dict[str, Usage] = msgspec.field(default_factory=dict)
     """Per key point: sessions injected, citations, when last used, stale or not."""
+    disabled: bool = False
+    """Injection and learning are off for this project (`playbook disable`)."""
 
     def copy(self) -> PlaybookState:
         """A deep copy: the fold may mutate it without touching this one."""
@@ -100,6 +106,7 @@ class PlaybookState(msgspec.Struct):
             progress=dict(self.progress),
             sessions=self.sessions,
             usage={name: Usage(u.injected, u.cited, u.last_used, u.stale) for name, u in self.usage.items()},
+            disabled=self.disabled,
         )
 
     def get(self, name: str) -> KeyPoint | None:

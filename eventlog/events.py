@@ -225,11 +225,37 @@ class LearningCompleted(Event, frozen=True, kw_only=True, tag="LearningCompleted
 
 
 class LearningFailed(Event, frozen=True, kw_only=True, tag="LearningFailed"):
-    """A learning cycle could not finish (model unreachable, unusable reply, deadline); nothing was learned."""
+    """A learning cycle could not finish (model unreachable, unusable reply, deadline); nothing was learned.
+
+    With `attempt` (the how-manieth failure of the request), the request stays pending and is tried
+    again later; a line without it (written before retries existed) closed the request.
+    """
 
     request: str
     error: str
     transcript: str = ""
+    attempt: int | None = None
+
+
+class LearningGivenUp(Event, frozen=True, kw_only=True, tag="LearningGivenUp"):
+    """A request that failed `attempts` times is closed without being learned; `error` is the last failure."""
+
+    request: str
+    attempts: int
+    error: str
+    transcript: str = ""
+
+
+class PlaybookDisabled(Event, frozen=True, kw_only=True, tag="PlaybookDisabled"):
+    """Injection and learning were turned off for this project (`playbook disable`)."""
+
+    reason: str = ""
+
+
+class PlaybookEnabled(Event, frozen=True, kw_only=True, tag="PlaybookEnabled"):
+    """Injection and learning were turned back on for this project (`playbook enable`)."""
+
+    reason: str = ""
 
 
 class LearningSkipped(Event, frozen=True, kw_only=True, tag="LearningSkipped"):

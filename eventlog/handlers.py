@@ -7,6 +7,8 @@ fields its registry entry lists in `reads`: the fold hands it a light view of th
 
 from __future__ import annotations
 
+import msgspec
+
 from . import events as ev
 from .domain import MAX_ID_DIGITS, OTHERS, KeyPoint, PendingLearning, PlaybookState, Usage, legacy_number
 
@@ -166,7 +168,25 @@ def learned(state: PlaybookState, e: ev.LearningCompleted | ev.LearningSkipped) 
 
 
 def failed(state: PlaybookState, e: ev.LearningFailed) -> bool:
+    if e.attempt is None:  # written before retries existed: the failure closed the request
+        state.pending.pop(e.request, None)
+    elif (pending := state.pending.get(e.request)) is not None:
+        state.pending[e.request] = msgspec.structs.replace(pending, attempts=e.attempt, failed_at=e.at)
+    return False
+
+
+def given_up(state: PlaybookState, e: ev.LearningGivenUp) -> bool:
     state.pending.pop(e.request, None)
+    return False
+
+
+def disabled(state: PlaybookState, e: ev.PlaybookDisabled) -> bool:
+    state.disabled = True
+    return False
+
+
+def enabled(state: PlaybookState, e: ev.PlaybookEnabled) -> bool:
+    state.disabled = False
     return False
 
 

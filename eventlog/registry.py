@@ -68,7 +68,10 @@ REGISTRY: tuple[EventType, ...] = (
               family="learning"),
     EventType(ev.LearningCompleted, "completed", h.completed,
               ("request", "transcript", "through_line", "cited", "injected"), cites=("cited",), family="learning"),
-    EventType(ev.LearningFailed, "failed", h.failed, ("request",), family="learning"),
+    EventType(ev.LearningFailed, "failed", h.failed, ("at", "request", "attempt"), family="learning"),
+    EventType(ev.LearningGivenUp, "given-up", h.given_up, ("request",), family="learning"),
+    EventType(ev.PlaybookDisabled, "disabled", h.disabled, ()),
+    EventType(ev.PlaybookEnabled, "enabled", h.enabled, ()),
     EventType(ev.LearningSkipped, "learning-skipped", h.learned, ("request", "transcript", "through_line"),
               family="learning"),
     # Marking stale changes how a key point is ranked, not what it says: named, not touched (a revert of an

@@ -16,6 +16,7 @@ from eventlog.domain import SECTION_SLUGS, PlaybookState
 from eventlog.errors import PlaybookError
 from eventlog.events import Cause, Event, KeyPointImported, LearningCompleted, LearningFailed, LearningRequested
 from eventlog.events import LearningSkipped, OperationSkipped, PlaybookImported
+from eventlog.events import LearningGivenUp
 from eventlog.evolve import apply_transaction
 from eventlog.registry import FAMILIES, SHORT_NAMES, TAGS, mentions, tag_of
 from eventlog.store import Committed, LogReader, Transaction
@@ -236,6 +237,8 @@ class Stats(msgspec.Struct):
     most_harmful: list[dict]
     learning: dict[str, int]
     per_day: dict[str, dict[str, int]]
+    backend: str = ""
+    """How learning reaches the model (see `playbook.backend.describe`)."""
 
 
 def stats(repo: PlaybookRepository, top: int = 5) -> Stats:
@@ -244,7 +247,7 @@ def stats(repo: PlaybookRepository, top: int = 5) -> Stats:
     transactions = 0
     sources: dict[str, int] = {}
     events: dict[str, int] = {}
-    learning = {"requested": 0, "completed": 0, "failed": 0, "skipped": 0}
+    learning = {"requested": 0, "completed": 0, "failed": 0, "skipped": 0, "given_up": 0}
     per_day: dict[str, dict[str, int]] = {}
     outcome = {LearningCompleted: "completed", LearningFailed: "failed", LearningSkipped: "skipped"}
     for transaction in LogReader(repo.log_path):
@@ -256,11 +259,14 @@ def stats(repo: PlaybookRepository, top: int = 5) -> Stats:
             events[tag] = events.get(tag, 0) + 1
             if isinstance(event, LearningRequested):
                 learning["requested"] += 1
+            elif isinstance(event, LearningGivenUp):
+                learning["given_up"] += 1
             elif (kind := outcome.get(type(event))) is not None:
                 learning[kind] += 1
                 day = per_day.setdefault(transaction.commit.at[:10], {"completed": 0, "failed": 0, "skipped": 0})
                 day[kind] += 1
     learning["pending"] = len(state.pending)
+    learning["waiting_for_retry"] = sum(1 for p in state.pending.values() if p.attempts)
     entries = [(section, kp) for section, kp in state.entries()]
 
     def row(section: str, kp) -> dict:

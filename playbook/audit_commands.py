@@ -205,6 +205,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
     repo = repository(project_dir(args))
     result = stats(repo)
     state = repo.current()[0]
+    from .backend import describe, model_config
+
+    result.backend = describe(model_config())
     if args.json:
         import msgspec
 

@@ -33,13 +33,42 @@ def cmd_hook(args: argparse.Namespace) -> int:
 
 
 def cmd_learn(args: argparse.Namespace) -> int:
-    from .learn import learn_pending
+    from .learn import learn_pending, waiting_for_retry
+    from .safe_text import clean
 
-    outcomes = learn_pending(project_dir(args))
+    project = project_dir(args)
+    outcomes = learn_pending(project, retry_now=args.retry)
     for outcome in outcomes:
-        print(f"{outcome.request}: {outcome.status}{': ' + outcome.detail if outcome.detail else ''}")
-    if not outcomes:
+        print(f"{outcome.request}: {outcome.status}{': ' + clean(outcome.detail) if outcome.detail else ''}")
+    waiting = waiting_for_retry(project)
+    for pending, due in waiting:
+        at = f" at {due:%Y-%m-%d %H:%M} UTC" if due is not None else ""
+        print(f"{pending.request}: failed {pending.attempts} time(s), tried again{at} (playbook learn --retry: now)")
+    if not outcomes and not waiting:
         print("no pending learning")
+    return 0
+
+
+def cmd_switch(args: argparse.Namespace) -> int:
+    from eventlog.decide import SwitchPlaybook
+    from eventlog.events import Cause
+
+    from .notice import update_notice
+
+    enabled = args.command == "enable"
+    project = project_dir(args)
+    repo = repository(project)
+    committed = repo.append([SwitchPlaybook(enabled=enabled, reason=args.reason or "")],
+                            Cause(source=f"cli:{args.command}", note=args.reason or None))
+    state = committed.state if committed is not None else repo.state()
+    update_notice(project, state)
+    word = "enabled" if enabled else "disabled"
+    if committed is None:
+        print(f"the playbook is already {word} in {project}")
+    elif enabled:
+        print(f"the playbook is enabled in {project}: sessions get it again and teach it")
+    else:
+        print(f"the playbook is disabled in {project}: nothing is injected or learned until `playbook enable`")
     return 0
 
 
@@ -107,7 +136,7 @@ def cmd_git_hook(args: argparse.Namespace) -> int:
     try:
         after_git(project_dir(args))
     except Exception as exc:  # a git hook must never get in git's way
-        from .report import clean
+        from .safe_text import clean
 
         print(f"playbook: could not refresh the playbook after git {clean(args.name)}: {clean(str(exc))}",
               file=sys.stderr)
@@ -210,7 +239,13 @@ def build_parser() -> argparse.ArgumentParser:
     hook = add("hook", cmd_hook, "run a Claude Code hook (reads the hook JSON on stdin)", parents=plain)
     hook.add_argument("event", help="SessionStart, SessionEnd, PreCompact or SubagentStop")
     learn = add("learn", cmd_learn, "run pending learning cycles now", parents=plain)
-    learn.add_argument("--pending", action="store_true", help="finish every pending request (the default)")
+    learn.add_argument("--pending", action="store_true", help="finish every pending request that is due (the default)")
+    learn.add_argument("--retry", action="store_true",
+                       help="also retry failed requests now, without waiting for their retry delay")
+    for name, text in (("disable", "turn injection and learning off for this project (recorded in the log)"),
+                       ("enable", "turn injection and learning back on for this project")):
+        switch = add(name, cmd_switch, text, parents=plain)
+        switch.add_argument("--reason", metavar="TEXT", help="why, kept in the log")
     for name, run, text in (("install", cmd_install, "add the playbook hooks to Claude Code's settings"),
                             ("uninstall", cmd_uninstall, "remove the playbook hooks from Claude Code's settings")):
         sub = add(name, run, text, parents=plain)
@@ -270,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except PlaybookError as exc:
         from .audit import UsageError
-        from .report import clean
+        from .safe_text import clean
 
         print(f"playbook: {clean(str(exc))}", file=sys.stderr)
         return 2 if isinstance(exc, UsageError) else 1

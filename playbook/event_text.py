@@ -128,7 +128,22 @@ def _completed(e: ev.LearningCompleted) -> Parts:
 
 
 def _failed(e: ev.LearningFailed) -> Parts:
-    return "!", "learning", f"failed {clean(e.request)}: {clean(e.error)}", "red"
+    again = f" (attempt {e.attempt}; stays pending)" if e.attempt is not None else ""
+    return "!", "learning", f"failed {clean(e.request)}{again}: {clean(e.error)}", "red"
+
+
+def _given_up(e: ev.LearningGivenUp) -> Parts:
+    return "!", "given up", f"{clean(e.request)} after {e.attempts} failed attempts: {clean(e.error)}", "red"
+
+
+def _disabled(e: ev.PlaybookDisabled) -> Parts:
+    reason = f": {clean(e.reason)}" if e.reason else ""
+    return "-", "disabled", f"injection and learning turned off{reason}", "yellow"
+
+
+def _enabled(e: ev.PlaybookEnabled) -> Parts:
+    reason = f": {clean(e.reason)}" if e.reason else ""
+    return "+", "enabled", f"injection and learning turned on{reason}", "green"
 
 
 def _learning_skipped(e: ev.LearningSkipped) -> Parts:
@@ -170,7 +185,9 @@ PARTS: dict[type, Callable[[Any], Parts]] = {
     ev.OperationSkipped: _skipped, ev.TailRepaired: _repaired, ev.SnapshotSetAside: _set_aside,
     ev.LearningRequested: _requested, ev.LearningCompleted: _completed, ev.LearningFailed: _failed,
     ev.LearningSkipped: _learning_skipped, ev.KeyPointMarkedStale: _marked_stale, ev.CurationHeld: _held,
-    ev.BranchesMerged: _branches_merged, ev.MergeConflictResolved: _conflict, ev.UnknownRecord: _unknown,
+    ev.BranchesMerged: _branches_merged, ev.MergeConflictResolved: _conflict,
+    ev.LearningGivenUp: _given_up, ev.PlaybookDisabled: _disabled, ev.PlaybookEnabled: _enabled,
+    ev.UnknownRecord: _unknown,
 }
 """Each event type's one-line rendering, by its exact type."""
 

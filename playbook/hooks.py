@@ -30,8 +30,10 @@ class HookInputError(PlaybookError):
 
 def session_start_output(project: Path | str) -> bytes:
     """The SessionStart hook's output for `project`, bringing the projection up to date first."""
+    from .notice import update_notice
+
     repo = repository(Path(project))
-    repo.refresh()
+    update_notice(Path(project), repo.refresh())
     try:
         data = repo.injection_path.read_bytes()
     except OSError:
@@ -110,7 +112,13 @@ def learning_transcript(event: str, payload: dict, project: Path) -> tuple[str |
 
 def learning_hook(event: str, payload: dict) -> str | None:
     """Record a learning request for this hook and start the learner. Returns a note for stderr, if any."""
+    from .notice import update_notice
+
     project = _project(payload)
+    state = repository(project).state()
+    update_notice(project, state)
+    if state.disabled:
+        return None  # `playbook disable`: nothing is learned, and SessionStart says so
     transcript, why = learning_transcript(event, payload, project)
     if transcript is None:
         if why.startswith(("session ended", "learning from", "learning before")):
@@ -139,6 +147,8 @@ def learning_hook(event: str, payload: dict) -> str | None:
 
 def run_hook(event: str, stdin: Any = None) -> int:
     """Entry point of `playbook hook <event>`: always exits 0."""
+    if os.environ.get("PLAYBOOK_LEARNER"):
+        return 0  # a session the learner itself started (`claude -p`): it must not learn from itself
     try:
         payload = read_payload(stdin or sys.stdin)
         if event == "SessionStart":

@@ -9,6 +9,7 @@ falls back to the full machinery, which brings the projection up to date.
 import os
 import stat
 import sys
+import time
 
 INJECTION_NAME = "playbook.hook.json"
 SETTINGS_NAME = "playbook.settings.json"
@@ -27,6 +28,7 @@ def settings_stamp(project: str) -> str:
     for name in STAMPED_ENV:
         parts.append("".join(os.environ.get(name, "").split()).encode("utf-8", "surrogateescape").hex())
     return ":".join(parts)
+NOTICE_NAME = "playbook.notice"
 
 
 def _fast(claude_dir: str) -> "bytes | None":  # a string: the plugin runs this under any Python 3
@@ -52,6 +54,34 @@ def _fast(claude_dir: str) -> "bytes | None":  # a string: the plugin runs this 
         return None
 
 
+def _notice(claude_dir: str) -> bytes | None:
+    """The notice `playbook.notice` holds (a JSON string saying why learning cannot run), if it was not
+    shown today; marks it shown. With no notice this is one failed open."""
+    path = os.path.join(claude_dir, NOTICE_NAME)
+    try:
+        with open(path, "rb") as handle:
+            message = handle.read().strip()
+        today = time.strftime("%Y-%m-%d", time.gmtime()).encode()
+        try:
+            with open(path + ".shown", "rb") as handle:
+                if handle.read().strip() == today:
+                    return None
+        except OSError:
+            pass
+        with open(path + ".shown", "wb") as handle:
+            handle.write(today + b"\n")
+    except OSError:
+        return None
+    return message if message.startswith(b'"') and message.endswith(b'"') else None
+
+
+def _with_notice(output: bytes, notice: bytes) -> bytes:
+    """`output` (a hook JSON object, or nothing) with `notice` as its systemMessage, shown to the user."""
+    if output.startswith(b"{"):
+        return b'{"systemMessage":' + notice + b"," + output[1:]
+    return b'{"systemMessage":' + notice + b"}\n"
+
+
 def main() -> int:
     try:
         sys.stdin.buffer.read()
@@ -59,11 +89,11 @@ def main() -> int:
         pass
     claude_dir = os.path.join(os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd(), ".claude")
     output = _fast(claude_dir)
+    if output is None and not os.path.exists(os.path.join(claude_dir, "playbook.events.jsonl")) and not os.path.exists(
+        os.path.join(claude_dir, "playbook.json")
+    ):
+        output = b""  # no playbook yet: nothing to inject
     if output is None:
-        if not os.path.exists(os.path.join(claude_dir, "playbook.events.jsonl")) and not os.path.exists(
-            os.path.join(claude_dir, "playbook.json")
-        ):
-            return 0  # no playbook yet: nothing to inject
         try:
             # Started with -S for speed: only now bring in site-packages, and not this script's directory.
             here = os.path.dirname(os.path.abspath(__file__))
@@ -77,6 +107,9 @@ def main() -> int:
         except Exception as exc:  # the session must start whatever happens here
             print(f"playbook: cannot inject the playbook: {exc}", file=sys.stderr)
             return 0
+    notice = _notice(claude_dir)
+    if notice is not None:
+        output = _with_notice(output, notice)
     sys.stdout.buffer.write(output)
     return 0
 

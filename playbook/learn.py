@@ -8,6 +8,11 @@ log's lock, which is taken only for the final append. One cycle is one
 transaction: the reflector's tags as evaluations, the curator's operations, the
 prune, and the request's completion, or nothing but a failure or skip record.
 A learner that dies leaves its request pending for the next one.
+
+A cycle that fails (model unreachable, unusable reply, deadline) leaves its request
+pending: later learners (each learning hook starts one) try it again once
+`retry_delay(attempts)` has passed since the last failure, and after `max_attempts()`
+failures it is recorded as given up. `playbook learn --retry` tries at once.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import msgspec
@@ -38,6 +44,9 @@ from .settings import load_settings, never_learn_match
 from .transcript import TranscriptError, cited_ids, read_transcript
 
 DEFAULT_DEADLINE = 300.0
+MAX_ATTEMPTS = 5
+RETRY_DELAY = 60.0
+"""Seconds before the first retry; each later one waits 4 times longer (1, 4, 16, 64 minutes)."""
 LEARN_LOCK = "playbook.learn.lock"
 LEARN_LOG = "playbook.learn.log"
 
@@ -82,32 +91,82 @@ def learning_lock(project: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def _deadline() -> float:
+def _number(name: str, default: float) -> float:
     try:
-        return float(os.environ.get("PLAYBOOK_LEARN_DEADLINE", DEFAULT_DEADLINE))
+        return float(os.environ.get(name, default))
     except ValueError:
-        return DEFAULT_DEADLINE
+        return default
 
 
-def learn_pending(project: Path) -> list[Outcome]:
-    """Run every pending learning request of `project`, oldest first, one at a time."""
+def _deadline() -> float:
+    return _number("PLAYBOOK_LEARN_DEADLINE", DEFAULT_DEADLINE)
+
+
+def max_attempts() -> int:
+    """Failed cycles after which a request is given up (`PLAYBOOK_LEARN_ATTEMPTS`, default 5)."""
+    return max(int(_number("PLAYBOOK_LEARN_ATTEMPTS", MAX_ATTEMPTS)), 1)
+
+
+def retry_delay(attempts: int) -> float:
+    """Seconds to wait after the `attempts`-th failure (`PLAYBOOK_LEARN_RETRY_DELAY` is the first wait)."""
+    return _number("PLAYBOOK_LEARN_RETRY_DELAY", RETRY_DELAY) * 4 ** max(attempts - 1, 0)
+
+
+def next_try(pending: PendingLearning) -> datetime | None:
+    """When a failed request is due again; None for one that never failed (due at once)."""
+    if not pending.attempts or not pending.failed_at:
+        return None
+    try:
+        failed = datetime.fromisoformat(pending.failed_at)
+    except ValueError:
+        return None
+    if failed.tzinfo is None:
+        failed = failed.replace(tzinfo=timezone.utc)
+    return failed + timedelta(seconds=retry_delay(pending.attempts))
+
+
+def learn_pending(project: Path, retry_now: bool = False) -> list[Outcome]:
+    """Run every pending learning request of `project` that is due, oldest first, one at a time.
+
+    A request whose last cycle failed waits for its retry delay, unless `retry_now`.
+    """
+    from .notice import update_notice
+
     repo = repository(project)
     outcomes: list[Outcome] = []
     with learning_lock(project):
         done: set[str] = set()
         while True:
             state = repo.state()
-            waiting = [p for p in state.pending.values() if p.request not in done]
+            now = datetime.now(timezone.utc)
+            waiting = [p for p in state.pending.values() if p.request not in done
+                       and (retry_now or (due := next_try(p)) is None or due <= now)]
             if not waiting:
+                update_notice(project, state)
                 return outcomes
             pending = min(waiting, key=lambda p: p.requested_at)
             done.add(pending.request)
             outcomes.append(run_cycle(repo, pending))
 
 
+def waiting_for_retry(project: Path) -> list[tuple[PendingLearning, datetime | None]]:
+    """Pending requests that failed before, with when each is due again."""
+    state = repository(project).state()
+    return [(p, next_try(p)) for p in state.pending.values() if p.attempts]
+
+
 def _finish(repo: PlaybookRepository, command: FailLearning | SkipLearning, pending: PendingLearning,
             model: str | None = None) -> None:
     repo.append([command], Cause(source=f"hook:{pending.hook}", session=pending.session, model=model))
+
+
+def _fail(repo: PlaybookRepository, pending: PendingLearning, error: str, path: str, model: str | None) -> Outcome:
+    """Record a failed cycle: pending for a later retry, or given up after `max_attempts()`."""
+    attempt = pending.attempts + 1
+    give_up = attempt >= max_attempts()
+    _finish(repo, FailLearning(request=pending.request, error=error, transcript=path, attempt=attempt,
+                               give_up=give_up), pending, model)
+    return Outcome(pending.request, "given up" if give_up else "failed", error)
 
 
 def run_cycle(repo: PlaybookRepository, pending: PendingLearning) -> Outcome:
@@ -132,11 +191,16 @@ def run_cycle(repo: PlaybookRepository, pending: PendingLearning) -> Outcome:
         _finish(repo, SkipLearning(request=pending.request, reason="nothing new in the transcript", transcript=path,
                                    through_line=transcript.lines), pending)
         return Outcome(pending.request, "skipped", "nothing new in the transcript")
-    config = model_config()
-    if config is None:
-        reason = "no API key (set AGENTIC_CONTEXT_API_KEY, ANTHROPIC_AUTH_TOKEN or ANTHROPIC_API_KEY)"
+    if state.disabled:
+        reason = "the playbook is disabled in this project (playbook enable)"
         _finish(repo, SkipLearning(request=pending.request, reason=reason, transcript=path), pending)
         return Outcome(pending.request, "skipped", reason)
+    config = model_config()
+    if config is None:
+        from .backend import NO_BACKEND
+
+        _finish(repo, SkipLearning(request=pending.request, reason=NO_BACKEND, transcript=path), pending)
+        return Outcome(pending.request, "skipped", NO_BACKEND)
     cited = cited_ids(transcript.messages)
     try:
         import asyncio  # here, not at the top: the hooks import this module and never need it
@@ -146,14 +210,12 @@ def run_cycle(repo: PlaybookRepository, pending: PendingLearning) -> Outcome:
         )
     except (ModelError, TimeoutError) as exc:
         error = str(exc) or f"no answer within the {_deadline():.0f} s deadline"
-        _finish(repo, FailLearning(request=pending.request, error=error, transcript=path), pending, config.model)
-        return Outcome(pending.request, "failed", error)
+        return _fail(repo, pending, error, path, config.model)
     except Exception as exc:
         # Anything else a hostile reply provokes is this cycle's failure, recorded: a learner that
         # died here left the request pending, and every later learner would take it first and die too.
         error = f"learning failed: {type(exc).__name__}"
-        _finish(repo, FailLearning(request=pending.request, error=error, transcript=path), pending, config.model)
-        return Outcome(pending.request, "failed", error)
+        return _fail(repo, pending, error, path, config.model)
 
     lean = lean_settings(repo.claude_dir.parent)
     held: list[str] = []
@@ -183,8 +245,7 @@ def run_cycle(repo: PlaybookRepository, pending: PendingLearning) -> Outcome:
         # Deciding on this reply failed: recorded as this cycle's failure, or the request would stay
         # pending and every later learner would take it first and fail the same way.
         error = f"learning failed while applying the reply: {type(exc).__name__}"
-        _finish(repo, FailLearning(request=pending.request, error=error, transcript=path), pending, config.model)
-        return Outcome(pending.request, "failed", error)
+        return _fail(repo, pending, error, path, config.model)
     if held:
         print(f"playbook: learning {pending.request}: the curator's reply was held, not applied: {held[0]}",
               flush=True)

@@ -12,11 +12,10 @@ import asyncio
 import json
 import os
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import anthropic
-import msgspec
 
 from eventlog.decide import content_state
 from eventlog.domain import PlaybookState
@@ -24,6 +23,7 @@ from eventlog.errors import PlaybookError
 from eventlog.events import encodable_json
 from projections.render import format_state, load_template
 
+from .backend import DEFAULT_MODEL, ModelConfig, model_config  # noqa: F401  (part of this module's interface)
 from .replies import build_playbook_dict, extract_json, parse_curator_reply, parse_extraction_reply
 from .scrub import scrub
 
@@ -31,7 +31,6 @@ MAX_RETRIES = 3
 BASE_DELAY = 2.0
 MAX_TOKENS = 4096
 REQUEST_TIMEOUT = 120.0
-DEFAULT_MODEL = "claude-sonnet-5-5"
 MAX_TRANSCRIPT_CHARS = 200_000
 
 
@@ -39,29 +38,6 @@ class ModelError(PlaybookError):
     """The model could not be reached, refused, or gave an unusable reply."""
 
 
-class ModelConfig(msgspec.Struct, frozen=True):
-    model: str
-    api_key: str | None
-    auth_token: str | None
-    base_url: str | None
-
-    def __repr__(self) -> str:  # never show the key
-        return f"ModelConfig(model={self.model!r}, base_url={self.base_url!r})"
-
-
-def model_config(env: Mapping[str, str] | None = None) -> ModelConfig | None:
-    """Model, credentials and endpoint from the environment; None when there is no key."""
-    env = os.environ if env is None else env
-    model = (env.get("AGENTIC_CONTEXT_MODEL") or env.get("ANTHROPIC_MODEL")
-             or env.get("ANTHROPIC_DEFAULT_SONNET_MODEL") or DEFAULT_MODEL)
-    base_url = env.get("AGENTIC_CONTEXT_BASE_URL") or env.get("ANTHROPIC_BASE_URL") or None
-    if key := env.get("AGENTIC_CONTEXT_API_KEY"):
-        return ModelConfig(model, key, None, base_url)
-    if token := env.get("ANTHROPIC_AUTH_TOKEN"):
-        return ModelConfig(model, None, token, base_url)
-    if key := env.get("ANTHROPIC_API_KEY"):
-        return ModelConfig(model, key, None, base_url)
-    return None
 
 
 def _base_delay() -> float:
@@ -97,6 +73,14 @@ async def complete(prompt: str, config: ModelConfig) -> str:
     # A lone surrogate (from a transcript, an earlier reply or the playbook) cannot be sent as UTF-8.
     # Secrets never leave the machine: whatever the prompt was built from, it is scrubbed whole here.
     prompt = scrub(encodable_json(prompt))
+    if config.backend == "cli":
+        from .claude_cli import CliError, complete as through_claude
+
+        try:
+            # ...and never enter the log, whichever way the reply came.
+            return scrub(await through_claude(prompt, config))
+        except CliError as exc:
+            raise ModelError(str(exc)) from exc
     client = anthropic.AsyncAnthropic(api_key=config.api_key, auth_token=config.auth_token,
                                       base_url=config.base_url, max_retries=0, timeout=REQUEST_TIMEOUT)
     try:

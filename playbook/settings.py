@@ -1,12 +1,13 @@
-"""Learning settings: `~/.claude/playbook.settings.json`, then the project's, then the environment.
+"""Learning settings: `<Claude Code's directory>/playbook.settings.json`, then the project's, then the environment.
 
-Keys: playbook_update_on_exit and playbook_update_on_clear (false by default: learn
-when a session ends by exiting, or by /clear), playbook_update_on_subagent_stop and
-playbook_update_on_precompact (true by default); playbook_never_learn (transcript
-paths or globs never learned from); playbook_review (false: learning records
-proposals to review instead of changing the playbook) and playbook_review_expiry_days
-(30). The environment variable of the same name in upper case
-(`PLAYBOOK_UPDATE_ON_EXIT=1`; a list separated by `:`) overrides both files.
+Keys: playbook_update_on_exit, playbook_update_on_clear, playbook_update_on_precompact and
+playbook_update_on_subagent_stop (all true by default: once installed, every session
+teaches; learn when a session ends by exiting, by /clear, before a compaction, and from
+each subagent); playbook_never_learn (transcript paths or globs never learned from);
+playbook_review (false: learning records proposals to review instead of changing the
+playbook) and playbook_review_expiry_days (30). The environment variable of the same
+name in upper case (`PLAYBOOK_UPDATE_ON_EXIT=0`; a list separated by `:`) overrides both
+files. Claude Code's directory is `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ import msgspec
 
 
 class Settings(msgspec.Struct, frozen=True):
-    playbook_update_on_exit: bool = False
-    playbook_update_on_clear: bool = False
+    playbook_update_on_exit: bool = True
+    playbook_update_on_clear: bool = True
     playbook_update_on_subagent_stop: bool = True
     playbook_update_on_precompact: bool = True
     # transcript paths or globs (`~` expanded; `**` spans directories) never learned from
@@ -69,7 +70,8 @@ def _from_env(key: str, raw: str) -> object | None:
 
 def load_settings(project: Path) -> Settings:
     values: dict[str, object] = {}
-    for path in (Path.home() / ".claude" / SETTINGS_NAME, project / ".claude" / SETTINGS_NAME):
+    user = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
+    for path in (user / SETTINGS_NAME, project / ".claude" / SETTINGS_NAME):
         for key, value in _read(path).items():
             if key in Settings.__struct_fields__ and (read := _from_file(key, value)) is not None:
                 values[key] = read

@@ -82,6 +82,8 @@ def plan(state: PlaybookState, budget: int) -> Injection:
     section; then the best track record first (`score`, then the most recently used), stale
     key points last; the key points kept appear in their playbook order.
     """
+    if state.disabled:  # `playbook disable`: the session is given nothing, and nothing is recalled
+        return Injection("", [], [], budget, 0)
     usage = state.usage
     entries = state.entries()
     full = _render(state, set(state.where))

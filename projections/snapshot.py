@@ -38,6 +38,7 @@ class SnapshotLog(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     progress: dict[str, int] = {}
     sessions: int = 0
     usage: dict[str, Usage] = {}
+    disabled: bool = False
     digest: str = ""
 
 
@@ -69,7 +70,7 @@ def snapshot_of(state: PlaybookState, position: Position) -> SnapshotFile:
         log=SnapshotLog(offset=position.offset, seq=position.seq, hash=position.hash, line=position.line,
                         high_water=dict(state.high_water), pending=dict(state.pending),
                         progress=dict(state.progress), sessions=state.sessions,
-                        usage={name: state.usage[name] for name in sorted(state.usage)}),
+                        usage={name: state.usage[name] for name in sorted(state.usage)}, disabled=state.disabled),
     )
     assert snapshot.log is not None
     snapshot.log.digest = _digest(snapshot)
@@ -154,7 +155,8 @@ def state_of(snapshot: SnapshotFile) -> tuple[PlaybookState, Position]:
                           pending=dict(snapshot.log.pending), progress=dict(snapshot.log.progress),
                           sessions=snapshot.log.sessions,
                           usage={name: Usage(u.injected, u.cited, u.last_used, u.stale)
-                                 for name, u in snapshot.log.usage.items()})
+                                 for name, u in snapshot.log.usage.items()},
+                          disabled=snapshot.log.disabled)
     for section in SECTION_SLUGS:
         entries = state.sections[section]
         for entry in snapshot.sections.get(section, []):

@@ -9,3 +9,8 @@ from hypothesis import settings
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 if os.environ.get("CI") == "true":
     settings.load_profile("ci")
+
+# Learners started by the tests reach a model only through the fake API a test sets up: without a
+# key they would otherwise find the real Claude Code CLI on PATH and learn through it. The tests of
+# that backend name the CLI themselves.
+os.environ.setdefault("PLAYBOOK_CLAUDE", "")

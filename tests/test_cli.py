@@ -699,7 +699,8 @@ def test_stats(run, demo):
     assert doc["events"]["LearningFailed"] == 1 and doc["events"]["OperationSkipped"] == 1
     assert [e["name"] for e in doc["most_helpful"]] == ["kpt_002", "kpt_001", "pat-003"]
     assert doc["most_harmful"] == []
-    assert doc["learning"] == {"requested": 2, "completed": 1, "failed": 1, "skipped": 0, "pending": 0}
+    assert doc["learning"] == {"requested": 2, "completed": 1, "failed": 1, "skipped": 0, "given_up": 0, "pending": 0,
+                               "waiting_for_retry": 0}
     assert list(doc["per_day"].values()) == [{"completed": 1, "failed": 1, "skipped": 0}]
     human = run("stats").out
     assert_fits(human)

@@ -24,6 +24,7 @@ from eventlog.events import KeyPointImported, KeyPointMarkedStale, KeyPointMoved
 from eventlog.events import KeyPointUpdated, LearningCompleted, LearningFailed, LearningRequested, LearningSkipped
 from eventlog.events import OperationSkipped, PlaybookImported, SectionReordered, SnapshotSetAside, TailRepaired
 from eventlog.events import TransactionCommitted, VersionSet
+from eventlog.events import LearningGivenUp, PlaybookDisabled, PlaybookEnabled
 from eventlog.evolve import _READS, apply_transaction, fold
 from eventlog.registry import EVENT_TYPES
 from eventlog.store import LogReader, Position, encode_line, fold_log
@@ -70,6 +71,13 @@ EVERY_TYPE: list[list[Event | dict[str, Any]]] = [
                        appended=2, reverted=["0000000000000004"]),
      ev.MergeConflictResolved(name="pref-001", conflict="update/update", rule="later wins",
                               kept_tx="0000000000000006", lost_tx="00000000000000ff", lost_text="as the other side had it")],
+    [LearningRequested(request="r4", hook="SessionEnd", transcript="/t/4.jsonl"),
+     LearningFailed(request="r4", error="HTTP 529", transcript="/t/4.jsonl", attempt=1),
+     PlaybookDisabled(reason="trying without"),
+     LearningRequested(request="r5", hook="SubagentStop", transcript="/t/5.jsonl"),
+     LearningFailed(request="r5", error="HTTP 529", transcript="/t/5.jsonl", attempt=5),
+     LearningGivenUp(request="r5", attempts=5, error="HTTP 529", transcript="/t/5.jsonl")],
+    [PlaybookEnabled(), PlaybookDisabled()],
     [],  # a transaction of no events (a commit alone)
 ]
 
@@ -142,7 +150,12 @@ def test_every_event_type_folds_the_same_through_views_and_through_records(tmp_p
     state = folded[0]
     assert list(state.where) == ["pref-001"] and state.get("pref-001").helpful == 3
     assert state.version == "1.1" and state.high_water["pat"] == 2 and state.high_water["kpt"] == 7
-    assert state.pending == {} and state.progress == {"/t/1.jsonl": 40, "/t/3.jsonl": 12}
+    assert state.progress == {"/t/1.jsonl": 40, "/t/3.jsonl": 12}
+    # r2 failed before retries existed (no attempt): closed; r4 failed once: pending for a retry; r5 given up
+    assert list(state.pending) == ["r4"] and state.pending["r4"].attempts == 1
+    assert state.pending["r4"].failed_at == next(r.at for r in records
+                                                 if isinstance(r, LearningFailed) and r.request == "r4")
+    assert state.disabled is True
     assert state.last_updated == AT.format(6)  # the learning and housekeeping transactions after it change nothing
     assert state.sessions == 1 and list(state.usage) == ["pref-001"]
     assert (state.usage["pref-001"].injected, state.usage["pref-001"].cited, state.usage["pref-001"].stale) == (1, 1, True)

@@ -109,17 +109,17 @@ def test_a_missing_transcript_is_one_clear_line_and_nothing_is_recorded(project,
     assert not (project / ".claude" / "playbook.events.jsonl").exists()
 
 
-def test_session_end_is_off_by_default_and_records_a_request_when_enabled(project, home):
+def test_session_end_is_on_by_default_and_records_nothing_when_switched_off(project, home):
     transcript = claude_transcript(home)
     transcript.write_text('{"type":"user","message":{"role":"user","content":"hi"}}\n')
     stdin = json.dumps({"hook_event_name": "SessionEnd", "reason": "prompt_input_exit", "session_id": "s-1",
                         "transcript_path": str(transcript)}).encode()
     command = f'"{sys.executable}" -m playbook hook SessionEnd'
-    result = run_hook_command(command, stdin, project)
+    result = run_hook_command(command, stdin, project, PLAYBOOK_UPDATE_ON_EXIT="0")
     assert (result.returncode, result.stderr) == (0, b"")
     assert not (project / ".claude" / "playbook.events.jsonl").exists()
     started = time.perf_counter()
-    result = run_hook_command(command, stdin, project, PLAYBOOK_UPDATE_ON_EXIT="1")
+    result = run_hook_command(command, stdin, project)
     elapsed = time.perf_counter() - started
     assert (result.returncode, result.stderr) == (0, b"")
     assert elapsed < 5

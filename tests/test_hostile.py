@@ -644,7 +644,9 @@ def test_an_unusable_reply_is_a_recorded_failure_and_changes_nothing(learning_pr
     failed = [e for e in events if isinstance(e, LearningFailed)]
     assert len(events) == 1 and failed and failed[0].error == outcome.detail
     assert entries(project) == before
-    assert PlaybookRepository(project / ".claude").current()[0].pending == {}
+    # kept for a retry after its delay, so the next learner does not take it first again at once
+    assert [p.attempts for p in PlaybookRepository(project / ".claude").current()[0].pending.values()] == [1]
+    assert learn_pending(project) == []
     captured = capfd.readouterr()
     assert_secret_nowhere(project, captured.out, captured.err)
 
@@ -662,7 +664,7 @@ def test_the_learner_process_survives_a_reply_that_is_not_a_message(learning_pro
                                 text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr and result.stdout.count(": failed: ") == 2, result.stdout
-    assert PlaybookRepository(project / ".claude").current()[0].pending == {}
+    assert [p.attempts for p in PlaybookRepository(project / ".claude").current()[0].pending.values()] == [1, 1]
     assert_secret_nowhere(project, result.stdout, result.stderr)
 
 

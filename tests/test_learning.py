@@ -146,8 +146,9 @@ def test_a_failing_model_leaves_the_playbook_unchanged_and_records_the_failure(p
     assert [o.status for o in outcomes] == ["failed"]
     assert texts(project) == before
     failed = [e for e in transactions(project)[-1].events if isinstance(e, LearningFailed)]
-    assert failed and failed[0].error
-    assert PlaybookRepository(project / ".claude").current()[0].pending == {}
+    assert failed and failed[0].error and failed[0].attempt == 1
+    pending = PlaybookRepository(project / ".claude").current()[0].pending
+    assert [p.attempts for p in pending.values()] == [1]  # kept for a retry
     assert_no_secret(project)
 
 
@@ -173,7 +174,8 @@ def test_prose_around_json_is_understood(project, transcript, monkeypatch):
         assert [o.status for o in learn_pending(project)] == ["completed"]
 
 
-def test_no_api_key_skips_and_says_so(project, transcript):
+def test_no_api_key_skips_and_says_so(project, transcript, monkeypatch):
+    monkeypatch.setenv("PLAYBOOK_CLAUDE", "")  # and no Claude Code CLI either
     request_learning(project, "SessionEnd", str(transcript), "s")
     outcomes = learn_pending(project)
     assert outcomes[0].status == "skipped" and "no API key" in outcomes[0].detail
@@ -248,7 +250,7 @@ def test_a_reply_with_a_lone_surrogate_lands_with_a_replacement_character(projec
     assert last.commit.reasoning == "half an emoji \ufffd" and last.commit.session == "session-\ufffd"
 
 
-def test_a_reply_that_cannot_be_applied_is_recorded_as_failed_not_left_pending(project, transcript, monkeypatch):
+def test_a_reply_that_cannot_be_applied_is_recorded_as_failed_and_waits_for_its_retry(project, transcript, monkeypatch):
     import playbook.learn
 
     def broken(*args, **kwargs):
@@ -262,4 +264,6 @@ def test_a_reply_that_cannot_be_applied_is_recorded_as_failed_not_left_pending(p
     assert [o.status for o in outcomes] == ["failed"]
     failed = [e for e in transactions(project)[-1].events if isinstance(e, LearningFailed)]
     assert failed and "RuntimeError" in failed[0].error
-    assert PlaybookRepository(project / ".claude").current()[0].pending == {}
+    # still pending, but not taken first again by every later learner: it waits for its retry delay
+    assert [p.attempts for p in PlaybookRepository(project / ".claude").current()[0].pending.values()] == [1]
+    assert learn_pending(project) == []
