@@ -84,7 +84,7 @@ def describe(config: ModelConfig | None, env: Mapping[str, str] | None = None) -
     if config.backend == "cli":
         model = config.model if config.model_chosen else "the model of your Claude Code setup"
         return f"Claude Code CLI on your own login ({config.claude}), {model}"
-    source = next(name for name in ("AGENTIC_CONTEXT_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_API_KEY")
-                  if env.get(name))
-    where = f" at {config.base_url}" if config.base_url else ""
+    source = next((name for name in ("AGENTIC_CONTEXT_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_API_KEY")
+                   if env.get(name)), "an API key")
+    where = " at a custom endpoint (ANTHROPIC_BASE_URL)" if config.base_url else ""
     return f"Anthropic API with {source}{where}, {config.model}"

@@ -125,6 +125,11 @@ def next_try(pending: PendingLearning) -> datetime | None:
     return failed + timedelta(seconds=retry_delay(pending.attempts))
 
 
+def _due(pending: PendingLearning) -> bool:
+    due = next_try(pending)
+    return due is None or due <= datetime.now(timezone.utc)
+
+
 def learn_pending(project: Path, retry_now: bool = False) -> list[Outcome]:
     """Run every pending learning request of `project` that is due, oldest first, one at a time.
 
@@ -138,9 +143,7 @@ def learn_pending(project: Path, retry_now: bool = False) -> list[Outcome]:
         done: set[str] = set()
         while True:
             state = repo.state()
-            now = datetime.now(timezone.utc)
-            waiting = [p for p in state.pending.values() if p.request not in done
-                       and (retry_now or (due := next_try(p)) is None or due <= now)]
+            waiting = [p for p in state.pending.values() if p.request not in done and (retry_now or _due(p))]
             if not waiting:
                 update_notice(project, state)
                 return outcomes
