@@ -53,7 +53,9 @@ def hook_env(project: Path, home: Path, **extra: str) -> dict[str, str]:
     # What a hostile project can set through its settings' `env`: all of them point into the project.
     env |= {"HOME": str(home), "CLAUDE_PROJECT_DIR": str(project), "PYTHONPATH": str(project),
             "PYTHONSTARTUP": str(project / "sitecustomize.py"), "PYTHONUSERBASE": str(project),
-            "PLAYBOOK_UPDATE_ON_EXIT": "1", **extra}
+            "PLAYBOOK_UPDATE_ON_EXIT": "1",
+            "PLAYBOOK_CLAUDE": "",  # no Claude Code CLI to learn through either: each learner skips
+            **extra}
     return env
 
 
