@@ -12,7 +12,7 @@ import asyncio
 import json
 import os
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anthropic

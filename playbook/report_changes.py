@@ -259,7 +259,9 @@ def stats_lines(stats: Stats, style: Style) -> list[str]:
             head = f"  {clean(r['name'])}{' ' * (width - cells(clean(r['name'])))}  {counters(r['helpful'], r['harmful']):>7}  "
             lines.append(head + fit(clean(r["text"]), style.width - cells(head)))
     heading("learning cycles")
-    lines.append("  " + "  ".join(f"{k} {v}" for k, v in stats.learning.items()))
+    if stats.backend:
+        lines += wrap("  backend ", clean(stats.backend), style.width, indent=4)
+    lines += wrap("  ", "  ".join(f"{k.replace('_', ' ')} {v}" for k, v in stats.learning.items()), style.width)
     heading("learning outcomes per day (UTC)")
     if not stats.per_day:
         lines.append("  (none)")
