@@ -54,7 +54,7 @@ def _fast(claude_dir: str) -> "bytes | None":  # a string: the plugin runs this 
         return None
 
 
-def _notice(claude_dir: str) -> bytes | None:
+def _notice(claude_dir: str) -> "bytes | None":  # a string: the plugin runs this under any Python 3
     """The notice `playbook.notice` holds (a JSON string saying why learning cannot run), if it was not
     shown today; marks it shown. With no notice this is one failed open."""
     path = os.path.join(claude_dir, NOTICE_NAME)
