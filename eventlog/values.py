@@ -33,3 +33,7 @@ SkipReasonName = Literal[
 
 HookName = Literal["SessionStart", "UserPromptSubmit", "SessionEnd", "PreCompact", "SubagentStop"]
 """The Claude Code hooks the playbook runs in (`LearningRequested.hook`)."""
+
+Backend = Literal["api", "cli"]
+"""How the learner reaches the model: `api` is the Messages API with a key, `cli` the Claude Code CLI
+(`claude -p`) on the user's own login (`playbook.backend`)."""

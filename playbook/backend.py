@@ -16,12 +16,12 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Mapping
-from typing import Literal
 
 import msgspec
 
+from eventlog.values import Backend
+
 DEFAULT_MODEL = "claude-sonnet-5-5"
-Backend = Literal["api", "cli"]
 NO_BACKEND = ("no API key (AGENTIC_CONTEXT_API_KEY, ANTHROPIC_AUTH_TOKEN or ANTHROPIC_API_KEY) "
               "and no Claude Code CLI (claude) found")
 

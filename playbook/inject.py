@@ -14,6 +14,7 @@ import time
 INJECTION_NAME = "playbook.hook.json"
 SETTINGS_NAME = "playbook.settings.json"
 STAMPED_ENV = ("PLAYBOOK_INJECTION_BUDGET", "PLAYBOOK_RECALL", "PLAYBOOK_RECALL_MAX_CHARS")
+NOTICE_NAME = "playbook.notice"
 
 
 def settings_stamp(project: str) -> str:
@@ -28,7 +29,6 @@ def settings_stamp(project: str) -> str:
     for name in STAMPED_ENV:
         parts.append("".join(os.environ.get(name, "").split()).encode("utf-8", "surrogateescape").hex())
     return ":".join(parts)
-NOTICE_NAME = "playbook.notice"
 
 
 def _fast(claude_dir: str) -> "bytes | None":  # a string: the plugin runs this under any Python 3
@@ -54,25 +54,46 @@ def _fast(claude_dir: str) -> "bytes | None":  # a string: the plugin runs this 
         return None
 
 
-def _notice(claude_dir: str) -> "bytes | None":  # a string: the plugin runs this under any Python 3
+def read_small(path: str) -> "bytes | None":
+    """A regular file's first 4 KiB, never through a link, a FIFO or a device a repository may carry."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return None
+        return handle.read(4096)
+
+
+def _notice(claude_dir: str) -> "bytes | None":
     """The notice `playbook.notice` holds (a JSON string saying why learning cannot run), if it was not
     shown today; marks it shown. With no notice this is one failed open."""
     path = os.path.join(claude_dir, NOTICE_NAME)
     try:
-        with open(path, "rb") as handle:
-            message = handle.read().strip()
+        message = read_small(path)
+        if message is None:
+            return None
+        # Only ever one JSON string: a file shaped to add other members to the hook's output is no notice.
+        from _json import encode_basestring_ascii, scanstring
+
+        message = message.strip()
+        if not message.startswith(b'"'):
+            return None
+        text, end = scanstring(message.decode("utf-8"), 1)
+        if end != len(message.decode("utf-8")):
+            return None
         today = time.strftime("%Y-%m-%d", time.gmtime()).encode()
-        try:
-            with open(path + ".shown", "rb") as handle:
-                if handle.read().strip() == today:
-                    return None
-        except OSError:
-            pass
-        with open(path + ".shown", "wb") as handle:
+        if (read_small(path + ".shown") or b"").strip() == today:
+            return None
+        fd = os.open(path + ".shown", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None
             handle.write(today + b"\n")
-    except OSError:
+    except (OSError, ValueError, ImportError):
         return None
-    return message if message.startswith(b'"') and message.endswith(b'"') else None
+    return encode_basestring_ascii(text).encode("ascii")
 
 
 def _with_notice(output: bytes, notice: bytes) -> bytes:

@@ -18,6 +18,7 @@ from eventlog.domain import PlaybookState
 from eventlog.store import FILE_MODE
 
 from .backend import NO_BACKEND, model_config
+from .inject import read_small
 from .settings import load_settings
 
 NOTICE_NAME = "playbook.notice"
@@ -44,13 +45,10 @@ def update_notice(project: Path, state: PlaybookState) -> str | None:
             path.unlink(missing_ok=True)
         else:
             data = (json.dumps(f"playbook: {reason}") + "\n").encode()
-            try:
-                if path.read_bytes() == data:
-                    return reason
-            except OSError:
-                pass
+            if read_small(str(path)) == data:
+                return reason
             temporary = path.with_name(f"{NOTICE_NAME}.{os.getpid()}.tmp")
-            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
             os.replace(temporary, path)
