@@ -16,14 +16,15 @@ from pathlib import Path
 
 import msgspec
 
-from . import store
+from . import checks, store
 from .domain import PlaybookState
 from .errors import PositionMismatch, StorageError
 from .events import Cause, Event, TailRepaired
 from .faults import point as fault
 from .logformat import encoded, start, text
 from .positions import Committed, Position, TornTail, Written
-from .store import FILE_MODE, Decider, make_dirs
+from .files import FILE_MODE, make_dirs
+from .store import Decider
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -78,7 +79,7 @@ class JsonlEventStore:
         return commit(self, state, position, decide, cause)
 
     def holds(self, position: Position) -> bool:
-        return store.hash_at(self.path, position)
+        return checks.hash_at(self.path, position)
 
     def fold(self, state: PlaybookState, start: Position = Position(), until: int | None = None
              ) -> tuple[PlaybookState, Position, TornTail | None]:

@@ -14,7 +14,6 @@ Safe across processes on one machine; not NFS-safe (it relies on `flock`).
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
@@ -24,40 +23,20 @@ from typing import IO, Any
 import msgspec
 
 from .domain import PlaybookState
-from .errors import CorruptLogError
 from .events import Cause, Event, TransactionCommitted
 from .evolve import FOLD_VIEWS, CommitView, apply_records, apply_transaction
-from .logformat import (COMMIT, DECODE_ERRORS, NEWLINE_COMMIT, TAIL, check_line, decode_line, encode_line, extend,
+from .files import DIR_MODE, FILE_MODE, SHARED_FILES, make_dirs
+from .logformat import (COMMIT, DECODE_ERRORS, NEWLINE_COMMIT, TAIL, decode_line, encode_line, extend,
                         h_at, line_hash, running_after, split_hash, start, text)
 from .positions import Committed, Position, TornTail, Transaction, Written
 from .registry import record_decoder
+from .strict import StrictScan
+from .wholelines import CHUNK_SIZE, WholeLines
 
-__all__ = [  # the line format's helpers and the position types are used through the store by its callers
-    "Committed", "Position", "TornTail", "Transaction", "Written",
-    "decode_line", "encode_line", "line_hash", "running_after", "split_hash",
+__all__ = [  # the line format's helpers, the position types and the file modes are used through the store by its callers
+    "CHUNK_SIZE", "Committed", "DIR_MODE", "FILE_MODE", "Position", "SHARED_FILES", "TornTail", "Transaction",
+    "WholeLines", "Written", "decode_line", "encode_line", "line_hash", "make_dirs", "running_after", "split_hash",
 ]
-
-CHUNK_SIZE = 1 << 20
-SHARED_FILES = os.environ.get("PLAYBOOK_SHARED_FILES", "").lower() not in ("", "0", "false", "no")
-"""The setting `PLAYBOOK_SHARED_FILES=1`: files follow the umask (group may read), as other tools' files do."""
-FILE_MODE = 0o664 if SHARED_FILES else 0o600
-"""Mode of every file created here: private to the user (the log quotes transcripts and model answers),
-unless shared; the umask applies on top, and none is ever world-writable."""
-DIR_MODE = 0o775 if SHARED_FILES else 0o700
-"""Mode of every directory created here: never world-writable, whatever the umask."""
-
-
-def make_dirs(path: Path) -> None:
-    """Create `path` and its missing parents with DIR_MODE: a umask of 000 never makes one world-writable."""
-    missing = []
-    while not path.exists() and path != path.parent:
-        missing.append(path)
-        path = path.parent
-    for directory in reversed(missing):
-        try:
-            directory.mkdir(mode=DIR_MODE)
-        except FileExistsError:
-            pass
 
 Decider = Callable[[PlaybookState], list[Event]]
 
@@ -77,39 +56,6 @@ def commit_record(seq: int, tx: str, at: str, events: int, cause: Cause) -> Tran
 
 
 fold_decoder = msgspec.json.Decoder(FOLD_VIEWS)
-
-
-class WholeLines:
-    """The rest of a binary file as (buffer, size) pairs: `buffer[:size]` is whole lines.
-
-    One buffer is reused and refilled with `readinto`, so nothing is copied but the
-    unfinished last line; a pair is valid until the next one is asked for, and a
-    caller's memoryviews of it must be released by then. After iteration, `leftover`
-    is the length of the bytes after the last newline.
-    """
-
-    def __init__(self, handle: Any, chunk_size: int | None = None) -> None:  # a binary file with readinto
-        self.handle = handle
-        self.chunk_size = chunk_size or CHUNK_SIZE
-        self.leftover = 0
-
-    def __iter__(self) -> Iterator[tuple[bytearray, int]]:
-        buffer = bytearray(self.chunk_size)
-        keep = 0
-        while True:
-            if keep == len(buffer):  # one line longer than the buffer
-                buffer.extend(bytes(len(buffer)))
-            with memoryview(buffer) as view:
-                read = self.handle.readinto(view[keep:])
-            if not read:
-                break
-            filled = keep + read
-            cut = buffer.rfind(b"\n", 0, filled) + 1
-            if cut:
-                yield buffer, cut
-                buffer[: filled - cut] = buffer[cut:filled]
-            keep = filled - cut
-        self.leftover = keep
 
 
 class _Recheck(Exception):
@@ -220,46 +166,51 @@ class LogReader:
         running = start(self.position.hash)
         offset = self.position.offset  # file offset of the buffer's first byte
         pending: list[Any] = []  # records of a transaction whose commit is in a later chunk
-        lines = WholeLines(handle)
+        lines = WholeLines(handle, CHUNK_SIZE)
         for buffer, size in lines:
             stop = until is not None and offset + size > until
             if stop:
                 size = buffer.rfind(b"\n", 0, max(until - offset, 0)) + 1  # type: ignore[operator]
             with memoryview(buffer) as view:
                 chunk = view[:size]
-                try:
-                    decoded = decoder.decode_lines(chunk)
-                except DECODE_ERRORS:
-                    raise _Recheck(offset + size) from None
-                if pending:  # ours (a slice or an earlier chunk's list): extend it, a giant transaction stays linear
-                    pending.extend(decoded)
-                    records = pending
+                records = _decoded(decoder, chunk, pending, offset + size)
+                run = self._last_commit(buffer, chunk, size, records, running, commit_type, offset)
+                if run is None:
+                    pending = records
+                    running = extend(chunk, running)
                 else:
-                    records = decoded
-                at = buffer.rfind(NEWLINE_COMMIT, 0, size) + 1
-                if at or (size and buffer.startswith(COMMIT)):
-                    end = buffer.index(b"\n", at) + 1
-                    index = len(records) - 1 - buffer.count(b"\n", end, size)
-                    commit: Any = records[index] if index >= 0 else None
-                    h = h_at(buffer, end)
-                    if (h is None or type(commit) is not commit_type or commit.seq != self.position.seq + index + 1
-                            or h != extend(chunk[: end - TAIL], running)):
-                        raise _Recheck(offset + size)
-                    running = extend(chunk[end - TAIL : end], h)
-                    after = Position(offset + end, commit.seq, text(running), self.position.line + index + 1)
+                    index, end, after = run
                     yield records[: index + 1], buffer, offset
                     self.position = after
                     pending = records[index + 1 :]
-                    running = extend(chunk[end:], running)
-                else:
-                    pending = records
-                    running = extend(chunk, running)
+                    running = extend(chunk[end:], start(after.hash))
                 del chunk
             if stop:
                 self._stopped = True
                 return
             offset += size
         self._finish(offset + lines.leftover)
+
+    def _last_commit(self, buffer: bytearray, chunk: memoryview, size: int, records: list[Any], running: int,
+                     commit_type: type[Any], offset: int) -> tuple[int, int, Position] | None:
+        """Where a chunk's checked run ends: (index of its last commit record, the byte after that line, the
+        position there), or None when the chunk holds no commit line.
+
+        One chain check up to that line (the writer chained every byte before it, so any damage
+        shows) and a count check that the commit sits where its seq says; `_Recheck` when either fails.
+        """
+        at = buffer.rfind(NEWLINE_COMMIT, 0, size) + 1
+        if not at and not (size and buffer.startswith(COMMIT)):
+            return None
+        end = buffer.index(b"\n", at) + 1
+        index = len(records) - 1 - buffer.count(b"\n", end, size)
+        commit: Any = records[index] if index >= 0 else None
+        h = h_at(buffer, end)
+        if (h is None or type(commit) is not commit_type or commit.seq != self.position.seq + index + 1
+                or h != extend(chunk[: end - TAIL], running)):
+            raise _Recheck(offset + size)
+        running = extend(chunk[end - TAIL : end], h)
+        return index, end, Position(offset + end, commit.seq, text(running), self.position.line + index + 1)
 
     def _transactions(self, records: list[Any], buffer: bytearray, offset: int) -> Iterator[Transaction]:
         """Split a checked run into its transactions; their commit lines are the buffer's, in order."""
@@ -305,70 +256,30 @@ class LogReader:
                                  line=self.position.line + 1, damage=reason, damage_line=line, damage_offset=offset)
 
     def _strict(self, handle: IO[bytes]) -> Iterator[Transaction]:
-        pos = self.position
-        pending: list[Any] = []
-        pending_start = pos
-        offset, line_no = pos.offset, pos.line
-        running = start(pos.hash)
-        expected_seq = pos.seq + 1
-        damage: tuple[int, int, str] | None = None  # (line, offset, reason) of the first bad line
-        commit_damaged = False  # a whole commit line does not read back
+        scan = StrictScan(self.path, self.position)
         for chunk in self._chunks(handle):
             lines = chunk.split(b"\n")
             lines.pop()
             for raw in lines:
-                line_no += 1
-                line_offset = offset
-                offset += len(raw) + 1
-                try:
-                    record = decode_line(raw)
-                except DECODE_ERRORS as exc:
-                    if damage is None:
-                        damage = (line_no, line_offset, f"undecodable record: {exc}")
-                    commit_damaged = commit_damaged or _whole_commit_line(raw)
-                    continue
-                is_commit = type(record) is TransactionCommitted
-                if damage is not None:
-                    if is_commit:
-                        raise CorruptLogError(self.path, *damage)
-                    continue
-                after = check_line(raw, running)
-                if after is None:
-                    damage = (line_no, line_offset, "hash does not match the line and the bytes before it")
-                    if is_commit:
-                        raise CorruptLogError(self.path, *damage)
-                    continue
-                running = after
-                if record.seq != expected_seq:
-                    damage = (line_no, line_offset, f"sequence {record.seq} where {expected_seq} was expected")
-                    if is_commit:
-                        raise CorruptLogError(self.path, *damage)
-                    continue
-                expected_seq += 1
-                if not is_commit:
-                    if pending and record.tx != pending[0].tx:
-                        damage = (line_no, line_offset, f"record of transaction {record.tx} inside {pending[0].tx}")
-                        continue
-                    pending.append(record)
-                    continue
-                if record.events != len(pending) or any(e.tx != record.tx for e in pending):
-                    raise CorruptLogError(
-                        self.path, line_no, line_offset,
-                        f"commit of {record.events} events follows {len(pending)} records of its transaction",
-                    )
-                end_pos = Position(offset=offset, seq=record.seq, hash=text(running), line=line_no)
-                transaction = Transaction(events=pending, commit=record, start=pending_start, end=end_pos)
-                pending, pending_start = [], end_pos
-                self.position = end_pos
-                yield transaction
+                transaction = scan.take(raw)
+                if transaction is not None:
+                    self.position = transaction.end
+                    yield transaction
         # A write cut short never completes its commit line: a whole one that does not read back was damaged.
-        self._finish(offset + self._leftover, damage if commit_damaged else None)
+        self._finish(scan.offset + self._leftover, scan.damage if scan.commit_damaged else None)
 
 
-def _whole_commit_line(raw: bytes) -> bool:
-    """True when `raw` looks like one commit line written whole: it starts as one, holds no other record's
-    start, and ends with its `h`. Two unfinished writes run together never look like that."""
-    return raw.startswith(COMMIT) and raw.count(b'{"type":"') == 1 and split_hash(raw) is not None
+def _decoded(decoder: Any, chunk: memoryview, pending: list[Any], resume: int) -> list[Any]:
+    """A chunk's records after `pending` (extended in place: a giant transaction stays linear);
+    `_Recheck` from `resume` when a line does not decode."""
+    try:
+        decoded: list[Any] = decoder.decode_lines(chunk)
+    except DECODE_ERRORS:
+        raise _Recheck(resume) from None
+    if pending:  # ours (a slice or an earlier chunk's list)
+        pending.extend(decoded)
+        return pending
+    return decoded
 
 
 def fold_log(
@@ -387,89 +298,15 @@ def fold_log(
     return state, reader.position, torn
 
 
-def hash_at(path: Path, position: Position) -> bool:
-    """True when the line ending at `position.offset` is the whole commit record of seq `position.seq`,
-    its `h` chains from the line before it, and the file's chain value after it is `position.hash`.
-
-    Reads that line and the 17 bytes before it, whatever the length of the log: a position
-    passes only when a writer could append after it without building on a damaged line."""
-    if position.offset == 0:
-        return position.hash == ""
-    if position.offset < TAIL:
-        return False
-    try:
-        with open(path, "rb") as handle:
-            line, before = _line_ending_at(handle, position.offset)
-    except OSError:
-        return False
-    hashed = split_hash(line)
-    if hashed is None or text(running_after(line, hashed[1])) != position.hash:
-        return False
-    running = 0
-    if before:
-        previous = split_hash(before)
-        if previous is None:
-            return False
-        running = running_after(before, previous[1])
-    if check_line(line[:-1] if line.endswith(b"\n") else line, running) is None:
-        return False
-    try:
-        commit = record_decoder.decode(line)
-    except DECODE_ERRORS:
-        return False
-    return type(commit) is TransactionCommitted and commit.seq == position.seq
-
-
-def _line_ending_at(handle: IO[bytes], end: int) -> tuple[bytes, bytes]:
-    """(the line that ends at byte `end`, newline included; the last 17 bytes of the line before it, or b"")."""
-    size = 4096
-    while True:
-        begin = max(end - size, 0)
-        handle.seek(begin)
-        block = handle.read(end - begin)
-        if len(block) != end - begin or not block.endswith(b"\n"):
-            return b"", b""
-        at = block.rfind(b"\n", 0, len(block) - 1) + 1
-        if at == 0 and begin > 0:
-            size *= 4  # a line longer than the block: read further back
-            continue
-        if at == 0:
-            return block, b""
-        if at < TAIL and begin > 0:
-            size += TAIL
-            continue
-        return block[at:], block[max(at - TAIL, 0):at]
-
-
-def chained(data: bytes, start_hash: str) -> bool:
-    """True when `data`, whole lines that follow a point whose chain value is `start_hash`, end with a
-    line whose `h` covers every byte of them: one check, so a flipped byte anywhere in them shows."""
-    hashed = split_hash(data[-TAIL:])
-    return hashed is not None and line_hash(start(start_hash), memoryview(data)[:-TAIL]) == hashed[1]
-
-
-def find_damage(path: Path, until: int | None = None) -> CorruptLogError | None:
-    """The first damaged line of the log (before byte `until`, if given), found by a strict scan from its start.
-
-    For readers that met a record they could not take (a jump to one transaction, a byte search):
-    they report the damage where it is, with its line and byte, instead of a decoding error."""
-    reader = LogReader(path, strict=True)
-    try:
-        for transaction in reader:
-            if until is not None and transaction.end.offset >= until:
-                return None
-    except CorruptLogError as exc:
-        return exc
-    torn = reader.torn
-    if torn is not None and torn.damage is not None and (until is None or torn.damage_offset < until):
-        return CorruptLogError(path, torn.damage_line, torn.damage_offset, torn.damage)
-    return None
-
-
 def __getattr__(name: str) -> Any:
-    """`JsonlEventStore`, the writer of this format, lives in `eventlog.jsonl`; it stays reachable from here."""
+    """`JsonlEventStore`, the writer of this format, lives in `eventlog.jsonl`, and the position checks in
+    `eventlog.checks`; they stay reachable from here."""
     if name == "JsonlEventStore":
         from .jsonl import JsonlEventStore
 
         return JsonlEventStore
+    if name in ("chained", "find_damage", "hash_at"):
+        from . import checks
+
+        return getattr(checks, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from eventlog import events as ev
 from eventlog.domain import PRUNE_RULE
-from eventlog.store import FILE_MODE, make_dirs
+from eventlog.files import FILE_MODE, make_dirs
 
 from .project import claude_dir
 from .safe_text import clean

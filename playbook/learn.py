@@ -35,7 +35,7 @@ from eventlog.domain import PendingLearning, PlaybookState
 from eventlog.errors import PlaybookError
 from eventlog.events import Cause
 from eventlog.evolve import fold
-from eventlog.store import FILE_MODE
+from eventlog.files import FILE_MODE
 from projections.repository import PlaybookRepository
 
 from .lean import curation_commands, current_plan, lean_settings, sweep_stale

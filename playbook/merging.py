@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from eventlog.errors import PlaybookError
-from eventlog.store import hash_at
+from eventlog.checks import hash_at
 from projections.checkpoints import CHECKPOINT_DIR, clear
 from projections.merge import MergeOutcome, merge_logs, write_merged
 from projections.repository import PlaybookRepository

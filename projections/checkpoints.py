@@ -13,7 +13,9 @@ from pathlib import Path
 import msgspec
 
 from eventlog.domain import PlaybookState
-from eventlog.store import Position, hash_at, make_dirs
+from eventlog.checks import hash_at
+from eventlog.files import make_dirs
+from eventlog.store import Position
 
 from .snapshot import write_atomically
 

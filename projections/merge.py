@@ -36,7 +36,8 @@ from eventlog.evolve import apply_transaction
 from eventlog.registry import record_decoder, touched_names
 from eventlog.merge import Merged, Replayed, Tx, merge_transactions
 from eventlog.logformat import restamp
-from eventlog.store import FILE_MODE, LogReader, Position, fold_log
+from eventlog.files import FILE_MODE
+from eventlog.store import LogReader, Position, fold_log
 
 from .snapshot import playbook_dict
 

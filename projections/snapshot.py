@@ -18,7 +18,8 @@ import msgspec
 from eventlog.domain import SECTION_SLUGS, KeyPoint, PendingLearning, PlaybookState, Usage
 from eventlog.events import encodable_json
 from eventlog.faults import point as fault
-from eventlog.store import FILE_MODE, Position
+from eventlog.files import FILE_MODE
+from eventlog.store import Position
 
 
 class Entry(msgspec.Struct, forbid_unknown_fields=True):

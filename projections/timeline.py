@@ -26,7 +26,9 @@ from eventlog.errors import CorruptLogError, PlaybookError
 from eventlog.events import Event, TransactionCommitted, UnknownRecord
 from eventlog.evolve import apply_transaction
 from eventlog.registry import json_string, mentions
-from eventlog.store import LogReader, Position, Transaction, chained, find_damage, hash_at, make_dirs
+from eventlog.checks import chained, find_damage, hash_at
+from eventlog.files import make_dirs
+from eventlog.store import LogReader, Position, Transaction
 
 from . import checkpoints
 from .checkpoints import CHECKPOINT_DIR
