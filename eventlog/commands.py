@@ -148,8 +148,41 @@ class SkipLearning(msgspec.Struct, frozen=True, kw_only=True):
     through_line: int | None = None
 
 
+class ProposeOperations(msgspec.Struct, frozen=True, kw_only=True):
+    """Curator operations as proposals for review (ids `<prefix>-1`, `<prefix>-2`, ...), changing nothing.
+
+    An operation that a direct cycle would only skip is recorded as that skip, not proposed.
+    `held` is why the collapse guard would have held the reply, had review been off.
+    """
+
+    operations: Any
+    prefix: str
+    request: str | None = None
+    held: str | None = None
+
+
+class AcceptProposal(msgspec.Struct, frozen=True, kw_only=True):
+    """Carry out a pending proposal (as `edited`, when given) exactly as a direct cycle would have;
+    refused (recorded) when an entry it aims at changed since it was proposed."""
+
+    proposal: str
+    edited: Any = None
+
+
+class RejectProposal(msgspec.Struct, frozen=True, kw_only=True):
+    proposal: str
+    reason: str
+
+
+class ExpireProposals(msgspec.Struct, frozen=True, kw_only=True):
+    """Expire the proposals recorded more than `max_age_days` before `now` (ISO 8601, UTC)."""
+
+    now: str
+    max_age_days: float
+
+
 Command = Union[
     ApplyOperations, AddNewKeyPoints, Evaluate, Prune, ImportLegacy, RecordUnreadableFile, ReplaceContent,
     RequestLearning, CompleteLearning, FailLearning, SkipLearning, SweepStale, MergeDuplicates, HoldCuration,
-    SwitchPlaybook,
+    SwitchPlaybook, ProposeOperations, AcceptProposal, RejectProposal, ExpireProposals,
 ]

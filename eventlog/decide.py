@@ -10,6 +10,7 @@ The commands themselves are `eventlog.commands`' (importable from here too).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -19,20 +20,24 @@ from .domain import resolve_section_detail, should_prune
 from .events import CountersSet, CurationHeld, Event, KeyPointAdded, KeyPointDeleted, KeyPointEvaluated
 from .events import KeyPointImported, KeyPointMarkedStale, KeyPointMoved, KeyPointPruned, KeyPointsMerged
 from .events import KeyPointUpdated, LearningCompleted, LearningFailed, LearningRequested, LearningSkipped
-from .events import OperationSkipped, PlaybookImported, SectionReordered, VersionSet
+from .events import OperationSkipped, PlaybookImported, ProposalAccepted, ProposalExpired, ProposalRecorded
+from .events import ProposalRejected, SectionReordered, VersionSet
 from .events import LearningGivenUp, PlaybookDisabled, PlaybookEnabled
 from .collapse import HoldCuration
 from .commands import AddNewKeyPoints, ApplyOperations, Command, CompleteLearning, Evaluate, FailLearning
 from .commands import ImportLegacy, MergeDuplicates, Prune, RecordUnreadableFile, ReplaceContent, RequestLearning
-from .commands import SkipLearning, SkipReason, SweepStale, SwitchPlaybook
+from .commands import AcceptProposal, ExpireProposals, ProposeOperations, RejectProposal, SkipLearning, SkipReason
+from .commands import SweepStale, SwitchPlaybook
 from .evolve import apply, fold
 from .legacy import NormalizedPlaybook, normalize_playbook, to_jsonable
 from .values import Origin, SkipKind, SkipReasonName
 
 __all__ = [  # the commands, re-exported: callers import them with decide
-    "AddNewKeyPoints", "ApplyOperations", "Command", "CompleteLearning", "Evaluate", "FailLearning", "HoldCuration",
-    "ImportLegacy", "MergeDuplicates", "Prune", "RecordUnreadableFile", "ReplaceContent", "RequestLearning",
-    "SkipLearning", "SkipReason", "SweepStale", "SwitchPlaybook", "content_state", "decide", "decide_all", "import_events",
+    "AcceptProposal", "AddNewKeyPoints", "ApplyOperations", "Command", "CompleteLearning", "Evaluate",
+    "ExpireProposals", "FailLearning", "HoldCuration", "ImportLegacy", "MergeDuplicates", "ProposeOperations",
+    "Prune", "RecordUnreadableFile", "RejectProposal", "ReplaceContent", "RequestLearning", "SkipLearning",
+    "SkipReason", "SweepStale", "SwitchPlaybook", "content_state", "decide", "decide_all", "import_events",
+    "proposal_conflict",
 ]
 
 MAX_OPERATIONS = 10
@@ -453,6 +458,86 @@ def _skip_learning(d: _Decision, command: SkipLearning) -> None:
                                through_line=command.through_line))
 
 
+# --- review ---------------------------------------------------------------------------------------
+
+
+def _aimed_at(state: PlaybookState, op: Any) -> dict[str, str]:
+    """The entries `op` changes, with their text now: what an accept re-checks."""
+    if not isinstance(op, dict):
+        return {}
+    names: list[Any] = [op.get("target_id")] if op.get("type") in ("UPDATE", "DELETE") else []
+    if op.get("type") == "MERGE" and isinstance(op.get("source_ids"), list):
+        names = list(op["source_ids"])
+    return {name: kp.text for name in names if isinstance(name, str) and (kp := state.get(name)) is not None}
+
+
+def _propose_operations(d: _Decision, command: ProposeOperations) -> None:
+    operations = command.operations
+    if not isinstance(operations, list) or len(operations) > MAX_OPERATIONS:
+        # Not a list, or too many: recorded exactly as a direct cycle records it, and what a direct
+        # cycle would still apply (the first MAX_OPERATIONS) is proposed below.
+        trial = _Decision(d.state)
+        _apply_operations(trial, ApplyOperations(operations))
+        for event in trial.events:
+            if isinstance(event, OperationSkipped) and event.reason in (SkipReason.NOT_A_LIST, SkipReason.TRUNCATED):
+                d.emit(event)
+        if not isinstance(operations, list):
+            return
+    for index, op in enumerate(operations[:MAX_OPERATIONS]):
+        trial = _Decision(d.state)
+        _operation(trial, index, op)
+        if all(isinstance(event, OperationSkipped) for event in trial.events):
+            for event in trial.events:
+                d.emit(event)
+            continue
+        d.emit(ProposalRecorded(proposal=f"{command.prefix}-{index + 1}", operation=to_jsonable(op),
+                                base=_aimed_at(d.state, op), request=command.request, held=command.held))
+
+
+def proposal_conflict(state: PlaybookState, proposal: str) -> str | None:
+    """Why pending `proposal` can no longer be applied as proposed (an entry it aims at changed), or None."""
+    pending = state.proposals[proposal]
+    for name, text in pending.base.items():
+        kp = state.get(name)
+        if kp is None:
+            return f"{name} was removed after this was proposed"
+        if kp.text != text:
+            return f"{name} was changed after this was proposed (now {kp.text[:60]!r})"
+    return None
+
+
+def _accept_proposal(d: _Decision, command: AcceptProposal) -> None:
+    pending = d.state.proposals.get(command.proposal)
+    if pending is None:
+        return  # decided meanwhile: the caller reports it
+    if (conflict := proposal_conflict(d.state, command.proposal)) is not None:
+        d.emit(ProposalRejected(proposal=command.proposal, reason=conflict, by="check"))
+        return
+    edited = to_jsonable(command.edited) if command.edited is not None else None
+    d.emit(ProposalAccepted(proposal=command.proposal, edited=edited))
+    _operation(d, 0, edited if edited is not None else pending.operation)
+
+
+def _reject_proposal(d: _Decision, command: RejectProposal) -> None:
+    if command.proposal in d.state.proposals:
+        d.emit(ProposalRejected(proposal=command.proposal, reason=command.reason, by="user"))
+
+
+def _days_between(earlier: str, later: str) -> float | None:
+    try:
+        return (datetime.fromisoformat(later) - datetime.fromisoformat(earlier)).total_seconds() / 86400
+    except (ValueError, TypeError):
+        return None
+
+
+def _expire_proposals(d: _Decision, command: ExpireProposals) -> None:
+    for pending in list(d.state.proposals.values()):
+        age = _days_between(pending.recorded_at, command.now)
+        if age is not None and age > command.max_age_days:
+            d.emit(ProposalExpired(proposal=pending.proposal, age_days=round(age, 3),
+                                   max_age_days=command.max_age_days))
+
+
 _HANDLERS: dict[type, Callable[[_Decision, Any], None]] = {
     ApplyOperations: _apply_operations,
     AddNewKeyPoints: _add_new_key_points,
@@ -469,4 +554,8 @@ _HANDLERS: dict[type, Callable[[_Decision, Any], None]] = {
     MergeDuplicates: _merge_duplicates,
     HoldCuration: _hold_curation,
     SwitchPlaybook: _switch_playbook,
+    ProposeOperations: _propose_operations,
+    AcceptProposal: _accept_proposal,
+    RejectProposal: _reject_proposal,
+    ExpireProposals: _expire_proposals,
 }

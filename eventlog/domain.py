@@ -63,6 +63,18 @@ class PendingLearning(msgspec.Struct, frozen=True, gc=False):
     """When the last of them failed."""
 
 
+class PendingProposal(msgspec.Struct, frozen=True, gc=False):
+    """A proposal recorded with review on and not yet accepted, rejected or expired."""
+
+    proposal: str
+    operation: Any
+    base: dict[str, str] = {}
+    request: str | None = None
+    recorded_at: str = ""
+    tx: str = ""
+    held: str | None = None
+
+
 class PlaybookState(msgspec.Struct):
     """Everything the log says about the playbook at one position.
 
@@ -89,6 +101,8 @@ class PlaybookState(msgspec.Struct):
     """Per key point: sessions injected, citations, when last used, stale or not."""
     disabled: bool = False
     """Injection and learning are off for this project (`playbook disable`)."""
+    proposals: dict[str, PendingProposal] = msgspec.field(default_factory=dict)
+    """Proposals waiting for review, by id, in the order they were recorded."""
 
     def copy(self) -> PlaybookState:
         """A deep copy: the fold may mutate it without touching this one."""
@@ -107,6 +121,7 @@ class PlaybookState(msgspec.Struct):
             sessions=self.sessions,
             usage={name: Usage(u.injected, u.cited, u.last_used, u.stale) for name, u in self.usage.items()},
             disabled=self.disabled,
+            proposals=dict(self.proposals),
         )
 
     def get(self, name: str) -> KeyPoint | None:

@@ -300,6 +300,47 @@ class MergeConflictResolved(Event, frozen=True, kw_only=True, tag="MergeConflict
     lost_text: str | None = None
 
 
+class ProposalRecorded(Event, frozen=True, kw_only=True, tag="ProposalRecorded"):
+    """With review on, a curator operation waiting for the user: it changes nothing until accepted.
+
+    `base` is the text, when it was proposed, of each entry the operation aims at: an accept
+    re-checks it and refuses a proposal whose target changed meanwhile.
+    """
+
+    proposal: str
+    operation: Any
+    base: dict[str, str] = {}
+    request: str | None = None
+    held: str | None = None
+    """Why the collapse guard would have held the reply this came from, had review been off."""
+
+
+class ProposalAccepted(Event, frozen=True, kw_only=True, tag="ProposalAccepted"):
+    """A proposal accepted; the events that carry it out follow in the same transaction.
+
+    `edited` is the operation as the user changed it before accepting, if they did.
+    """
+
+    proposal: str
+    edited: Any = None
+
+
+class ProposalRejected(Event, frozen=True, kw_only=True, tag="ProposalRejected"):
+    """A proposal that will not be applied. by: user (with their reason) | check (its target changed)."""
+
+    proposal: str
+    reason: str
+    by: str = "user"
+
+
+class ProposalExpired(Event, frozen=True, kw_only=True, tag="ProposalExpired"):
+    """A proposal left unreviewed longer than `max_age_days` (playbook_review_expiry_days)."""
+
+    proposal: str
+    age_days: float
+    max_age_days: float
+
+
 class TransactionCommitted(Record, frozen=True, kw_only=True, tag="TransactionCommitted"):
     """Closes a transaction of `events` records. Readers see a transaction only once this is written."""
 

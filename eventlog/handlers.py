@@ -10,7 +10,8 @@ from __future__ import annotations
 import msgspec
 
 from . import events as ev
-from .domain import MAX_ID_DIGITS, OTHERS, KeyPoint, PendingLearning, PlaybookState, Usage, legacy_number
+from .domain import MAX_ID_DIGITS, OTHERS, KeyPoint, PendingLearning, PendingProposal, PlaybookState, Usage
+from .domain import legacy_number
 
 
 def _note_name(state: PlaybookState, name: str) -> None:
@@ -196,3 +197,14 @@ def housekeeping(state: PlaybookState, e: ev.Event) -> bool:
 
 def skipped(state: PlaybookState, e: ev.OperationSkipped) -> bool:
     return False  # recorded for the audit; the playbook itself did not change
+
+
+def proposed(state: PlaybookState, e: ev.ProposalRecorded) -> bool:
+    state.proposals[e.proposal] = PendingProposal(e.proposal, e.operation, dict(e.base), e.request, e.at, e.tx,
+                                                  e.held)
+    return False
+
+
+def decided(state: PlaybookState, e: ev.ProposalAccepted | ev.ProposalRejected | ev.ProposalExpired) -> bool:
+    state.proposals.pop(e.proposal, None)
+    return False

@@ -81,6 +81,11 @@ REGISTRY: tuple[EventType, ...] = (
     # A merge's records change nothing in the playbook: the events replayed beside them did.
     EventType(ev.BranchesMerged, "branches-merged", h.housekeeping, ()),
     EventType(ev.MergeConflictResolved, "conflict", h.housekeeping, (), cites=("name",)),
+    EventType(ev.ProposalRecorded, "proposed", h.proposed,
+              ("at", "tx", "proposal", "operation", "base", "request", "held"), cites=("operation",), family="review"),
+    EventType(ev.ProposalAccepted, "accepted", h.decided, ("proposal",), family="review"),
+    EventType(ev.ProposalRejected, "rejected", h.decided, ("proposal",), family="review"),
+    EventType(ev.ProposalExpired, "expired", h.decided, ("proposal",), family="review"),
 )
 """In the order the audit lists them."""
 

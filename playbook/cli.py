@@ -18,6 +18,7 @@ from eventlog.errors import PlaybookError
 from .audit_commands import cmd_at, cmd_dedup, cmd_diff, cmd_history, cmd_import, cmd_log, cmd_rebuild, cmd_revert
 from .audit_commands import _out_json, cmd_serve, cmd_show, cmd_stats, cmd_timeline, cmd_verify, project_dir
 from .project import repository
+from .review_commands import cmd_review
 
 EPILOG = """\
 WHEN is an ISO time (2026-11-22T10:00), a time ago (30m, 2h, 3d, 1w), a seq
@@ -198,7 +199,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="only these event types (repeatable, comma-separated): a tag like KeyPointDeleted or a "
                           "short form: added, imported, updated, merged, deleted, evaluated, pruned, moved, counters, "
                           "reordered, version, skipped, repaired, set-aside, requested, completed, failed, "
-                          "learning-skipped, learning, branches-merged, conflict")
+                          "learning-skipped, learning, branches-merged, conflict, proposed, accepted, rejected, "
+                          "expired, review")
     log.add_argument("--since", metavar="WHEN", help="only transactions from WHEN on (inclusive)")
     log.add_argument("--until", metavar="WHEN", help="only transactions up to WHEN (inclusive)")
     log.add_argument("-n", type=int, default=20, metavar="N", help="at most N transactions (default 20; 0: all)")
@@ -235,6 +237,15 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=_port, default=0, metavar="N", help="port (default: any free one)")
     serve.add_argument("--open", action="store_true", help="open the page in a browser")
     add("rebuild", cmd_rebuild, "rewrite playbook.json from the log and clear the checkpoints")
+
+    rev = add("review", cmd_review, "the proposals learning recorded with playbook_review on: list them, or (on a "
+              "terminal) walk through them to accept, reject or edit; or decide with the options")
+    rev.add_argument("--accept-all", action="store_true", help="accept every pending proposal, each learning "
+                     "cycle's together as that cycle would have applied them (a changed target is refused)")
+    rev.add_argument("--accept", metavar="ID", help="accept one proposal")
+    rev.add_argument("--edit", nargs=2, metavar=("ID", "TEXT"), help="accept one proposal with its text replaced")
+    rev.add_argument("--reject", metavar="ID", help="reject one proposal")
+    rev.add_argument("--reason", metavar="TEXT", help="with --reject: why")
 
     hook = add("hook", cmd_hook, "run a Claude Code hook (reads the hook JSON on stdin)", parents=plain)
     hook.add_argument("event", help="SessionStart, SessionEnd, PreCompact or SubagentStop")

@@ -173,6 +173,43 @@ def _conflict(e: ev.MergeConflictResolved) -> Parts:
             f"lost {clean(e.lost_tx)}{lost}", "magenta")
 
 
+def describe_operation(op: Any) -> str:
+    """A curator operation in one line: `ADD PROJECT CONTEXT: "text"`, `UPDATE pat-001: "text"`, ..."""
+    if not isinstance(op, dict):
+        return clean(repr(op))
+    kind = op.get("type")
+    if kind == "ADD":
+        return f"ADD {clean(op.get('section') or 'OTHERS')}: {quote(str(op.get('text')))}"
+    if kind == "UPDATE":
+        return f"UPDATE {clean(op.get('target_id'))}: {quote(str(op.get('text')))}"
+    if kind == "DELETE":
+        reason = f" ({clean(op['reason'])})" if op.get("reason") else ""
+        return f"DELETE {clean(op.get('target_id'))}{reason}"
+    if kind == "MERGE":
+        sources = op.get("source_ids")
+        names = ", ".join(clean(s) for s in sources) if isinstance(sources, list) else clean(sources)
+        return f"MERGE {names}: {quote(str(op.get('merged_text')))}"
+    return clean(repr(op))
+
+
+def _proposed(e: ev.ProposalRecorded) -> Parts:
+    return "?", "proposed", f"{clean(e.proposal)}: {describe_operation(e.operation)}", "cyan"
+
+
+def _accepted(e: ev.ProposalAccepted) -> Parts:
+    edited = f" (edited: {describe_operation(e.edited)})" if e.edited is not None else ""
+    return "+", "accepted", f"{clean(e.proposal)}{edited}", "green"
+
+
+def _rejected(e: ev.ProposalRejected) -> Parts:
+    return "-", "refused" if e.by == "check" else "rejected", f"{clean(e.proposal)}: {clean(e.reason)}", "red"
+
+
+def _expired(e: ev.ProposalExpired) -> Parts:
+    detail = f"{clean(e.proposal)}: unreviewed for {e.age_days:.1f} days (limit {e.max_age_days:g})"
+    return "-", "expired", detail, "dim"
+
+
 def _unknown(e: ev.UnknownRecord) -> Parts:
     return "?", "unknown", f"{clean(e.type)} (written by a newer version; not applied)", "dim"
 
@@ -187,6 +224,8 @@ PARTS: dict[type, Callable[[Any], Parts]] = {
     ev.LearningSkipped: _learning_skipped, ev.KeyPointMarkedStale: _marked_stale, ev.CurationHeld: _held,
     ev.BranchesMerged: _branches_merged, ev.MergeConflictResolved: _conflict,
     ev.LearningGivenUp: _given_up, ev.PlaybookDisabled: _disabled, ev.PlaybookEnabled: _enabled,
+    ev.ProposalRecorded: _proposed, ev.ProposalAccepted: _accepted, ev.ProposalRejected: _rejected,
+    ev.ProposalExpired: _expired,
     ev.UnknownRecord: _unknown,
 }
 """Each event type's one-line rendering, by its exact type."""

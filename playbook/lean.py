@@ -22,7 +22,7 @@ class _Output(msgspec.Struct):
 
 
 class _HookOutput(msgspec.Struct):
-    hookSpecificOutput: _Output
+    hookSpecificOutput: _Output = msgspec.field(default_factory=_Output)
 
 
 def current_plan(repo: PlaybookRepository, state: PlaybookState | None = None) -> Injection:
@@ -86,20 +86,30 @@ def curation_commands(state: PlaybookState, evaluations: Any, operations: Any,
     key point it added into an existing near-duplicate.
     """
     tagged = fold(decide(state, Evaluate(evaluations)), state)
-    events = decide(tagged, ApplyOperations(operations))
-    after = fold(events, tagged)
-    found = loss(tagged, after)
+    after_curation, held = guarded(tagged, decide(tagged, ApplyOperations(operations)), operations, settings)
+    if held is not None:
+        return [held], held.reason
+    return [ApplyOperations(operations), *after_curation], None
+
+
+def guarded(before: PlaybookState, events: list, operations: Any,
+            settings: LeanSettings) -> tuple[list[Command], HoldCuration | None]:
+    """The collapse guard and the near-duplicate merge over curator `events` decided on `before`.
+
+    Returns the `HoldCuration` to record instead of `events` when they would collapse the playbook;
+    otherwise the commands that follow them: a merge of each key point they added into an existing
+    near-duplicate (none when there is nothing to merge).
+    """
+    after = fold(events, before)
+    found = loss(before, after)
     reason = collapse_reason(found, Limits(settings.max_removed_share, settings.max_shrink_share))
     if reason is not None:
-        return [HoldCuration(operations=operations, reason=reason, loss=found)], reason
+        return [], HoldCuration(operations=operations, reason=reason, loss=found)
     added = [event.name for event in events if isinstance(event, KeyPointAdded)]
     # What the reply itself re-worded is what the curator meant it to say: not a duplicate to fold away.
     updated = {event.name for event in events if isinstance(event, KeyPointUpdated)}
-    commands: list[Command] = [ApplyOperations(operations)]
     pairs = near_duplicates_of(after, added, settings.dedup_threshold, exclude=updated)
-    if pairs:
-        commands.append(MergeDuplicates(pairs=pairs, method=similarity.method()))
-    return commands, None
+    return ([MergeDuplicates(pairs=pairs, method=similarity.method())] if pairs else []), None
 
 
 def near_duplicates_of(state: PlaybookState, names: list[str], threshold: float | None = None,

@@ -29,13 +29,14 @@ from pathlib import Path
 
 import msgspec
 
-from eventlog.decide import CompleteLearning, Evaluate, FailLearning, Prune, RequestLearning, SkipLearning, decide
-from eventlog.decide import decide_all
+from eventlog.decide import CompleteLearning, Evaluate, ExpireProposals, FailLearning, ProposeOperations, Prune
+from eventlog.decide import RequestLearning, SkipLearning, decide, decide_all
 from eventlog.domain import PendingLearning, PlaybookState
 from eventlog.errors import PlaybookError
 from eventlog.events import Cause
 from eventlog.evolve import fold
 from eventlog.files import FILE_MODE
+from eventlog.store import utc_now
 from projections.repository import PlaybookRepository
 
 from .lean import curation_commands, current_plan, lean_settings, sweep_stale
@@ -181,7 +182,8 @@ def run_cycle(repo: PlaybookRepository, pending: PendingLearning) -> Outcome:
         return Outcome(pending.request, "gone")
     path = pending.transcript
     start = state.progress.get(path, 0)
-    if (pattern := never_learn_match(path, load_settings(repo.claude_dir.parent))) is not None:
+    settings = load_settings(repo.claude_dir.parent)
+    if (pattern := never_learn_match(path, settings)) is not None:
         reason = f"transcript excluded from learning by playbook_never_learn ({pattern})"
         _finish(repo, SkipLearning(request=pending.request, reason=reason, transcript=path), pending)
         return Outcome(pending.request, "skipped", reason)
@@ -222,6 +224,7 @@ def run_cycle(repo: PlaybookRepository, pending: PendingLearning) -> Outcome:
 
     lean = lean_settings(repo.claude_dir.parent)
     held: list[str] = []
+    proposed: list[str] = []  # with review on: why the guard would have held the reply, if it would
 
     def decider(fresh: PlaybookState) -> list:
         if pending.request not in fresh.pending:
@@ -230,13 +233,22 @@ def run_cycle(repo: PlaybookRepository, pending: PendingLearning) -> Outcome:
             return decide(fresh, SkipLearning(request=pending.request, reason="transcript learned meanwhile",
                                               transcript=path))
         curating, why_held = curation_commands(fresh, evaluations, curation["operations"], lean)
+        complete = CompleteLearning(request=pending.request, transcript=path, from_line=start,
+                                    through_line=transcript.lines, cited=cited,
+                                    injected=current_plan(repo, fresh).included)
+        if settings.playbook_review:
+            # Ratings still count (and the prune they lead to); the operations wait for review, a reply
+            # the guard would hold included: each of its operations is the user's to accept or not.
+            proposed[:] = [why_held] if why_held else []
+            return decide_all(fresh, [
+                Evaluate(evaluations), Prune(),
+                ProposeOperations(operations=curation["operations"], prefix=pending.request[:8],
+                                  request=pending.request, held=why_held),
+                ExpireProposals(now=utc_now(), max_age_days=settings.playbook_review_expiry_days),
+                complete,
+            ])
         held[:] = [why_held] if why_held else []
-        return decide_all(fresh, [
-            Evaluate(evaluations), *curating, Prune(),
-            CompleteLearning(request=pending.request, transcript=path, from_line=start,
-                             through_line=transcript.lines, cited=cited,
-                             injected=current_plan(repo, fresh).included),
-        ])
+        return decide_all(fresh, [Evaluate(evaluations), *curating, Prune(), complete])
 
     cause = Cause(source=f"hook:{pending.hook}", session=pending.session, model=config.model,
                   analysis=reflection["analysis"] or None, reasoning=curation["reasoning"] or None)
@@ -252,6 +264,9 @@ def run_cycle(repo: PlaybookRepository, pending: PendingLearning) -> Outcome:
     if held:
         print(f"playbook: learning {pending.request}: the curator's reply was held, not applied: {held[0]}",
               flush=True)
+    elif proposed:
+        print(f"playbook: learning {pending.request}: the curator's reply would be held ({proposed[0]}); "
+              "its operations wait for review", flush=True)
     sweep_stale(repo, lean, pending.session)
     return Outcome(pending.request, "completed", f"held: {held[0]}" if held else "")
 

@@ -21,10 +21,10 @@ from eventlog.registry import tag_of
 from projections.timeline import HistoryItem
 
 from .audit import PointState, Selected
-from .event_text import event_parts
+from .event_text import describe_operation, event_parts
 from .event_text import history_kind as event_history_kind
 from .safe_text import clean
-from .terminal import LABEL, Style, cells, counters, fit, one_line, when, wrap
+from .terminal import LABEL, Style, cells, counters, fit, one_line, quote, when, wrap
 
 # --- JSON -------------------------------------------------------------------------------------------
 
@@ -56,6 +56,34 @@ def state_json(state: PlaybookState) -> dict:
 
 
 # --- events, one line each ------------------------------------------------------------------------------
+
+
+def proposal_lines(proposals: list, style: Style, heading: str | None = None) -> list[str]:
+    """Pending proposals, oldest first: id, when, the operation, and what would refuse it."""
+    if not proposals:
+        return ["no pending proposals"]
+    lines = [heading] if heading else [f"{len(proposals)} proposal(s) waiting for review"]
+    for proposal in proposals:
+        at = proposal.recorded_at[:19].replace("T", " ")
+        lines.append(f"  {style.paint(clean(proposal.id), 'cyan')}  {at}  {describe_operation(proposal.operation)}")
+        for name, text in proposal.base.items():
+            lines.append(f"      {clean(name)} now: {quote(text)}")
+        if proposal.conflict:
+            lines.append(f"      {style.paint('would be refused', 'red')}: {clean(proposal.conflict)}")
+    return lines
+
+
+def decision_lines(decisions: list, style: Style) -> list[str]:
+    lines: list[str] = []
+    for decision in decisions:
+        reason = f": {clean(decision.reason)}" if decision.reason else ""
+        colour = {"accepted": "green"}.get(decision.outcome, "red")
+        tx = f"  (tx {decision.tx})" if decision.tx else ""
+        lines.append(f"{style.paint(decision.outcome, colour)} {clean(decision.id)}{reason}{tx}")
+        if decision.outcome == "accepted":
+            for event in decision.events:
+                lines.extend(event_lines(event, style, verbose=False, indent=4))
+    return lines
 
 
 def event_lines(event: ev.Event | ev.UnknownRecord, style: Style, verbose: bool, indent: int = 2) -> list[str]:

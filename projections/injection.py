@@ -40,8 +40,17 @@ class _Output(msgspec.Struct):
     additionalContext: str
 
 
-class _HookOutput(msgspec.Struct):
-    hookSpecificOutput: _Output
+class _HookOutput(msgspec.Struct, omit_defaults=True):
+    hookSpecificOutput: _Output | None = None
+    systemMessage: str | None = None
+    """For the user, not the model: shown when a session starts."""
+
+
+def review_note(count: int) -> str | None:
+    """The one line a session starts with while learned proposals wait for review."""
+    if not count:
+        return None
+    return f"playbook: {count} learned proposal{'s' if count != 1 else ''} waiting for review (run `playbook review`)"
 
 
 class Injection(msgspec.Struct, frozen=True):
@@ -133,15 +142,19 @@ def _render(state: PlaybookState, names: set[str]) -> str:
 
 
 def hook_output(state: PlaybookState, budget: int = DEFAULT_BUDGET) -> bytes:
-    """What the SessionStart hook prints for `state`: the playbook within `budget` as additional context."""
-    return output_of(plan(state, budget))
+    """What the SessionStart hook prints for `state`: the playbook within `budget` as additional context, and
+    one line for the user while proposals wait for review."""
+    return output_of(plan(state, budget), len(state.proposals))
 
 
-def output_of(injection: Injection) -> bytes:
-    """The SessionStart hook's output for a planned injection (nothing for an empty playbook)."""
-    if not injection.text:
+def output_of(injection: Injection, proposals: int = 0) -> bytes:
+    """The SessionStart hook's output for a planned injection and the number of proposals waiting for review
+    (nothing for an empty playbook with none waiting)."""
+    note = review_note(proposals)
+    if not injection.text and note is None:
         return b""
-    return msgspec.json.encode(_HookOutput(_Output("SessionStart", injection.text))) + b"\n"
+    context = _Output("SessionStart", injection.text) if injection.text else None
+    return msgspec.json.encode(_HookOutput(context, note)) + b"\n"
 
 
 def injection_file(log_size: int, snapshot_mtime_ns: int, output: bytes, stamp: str = "-") -> bytes:

@@ -195,7 +195,8 @@ class PlaybookRepository:
             mtime = self.snapshot_path.stat().st_mtime_ns
             planned = plan(state, injection_budget(project))
             self._replace_if_changed(self.injection_path,
-                                     injection_file(position.offset, mtime, output_of(planned), stamp))
+                                     injection_file(position.offset, mtime, output_of(planned, len(state.proposals)),
+                                                    stamp))
             self._replace_if_changed(self.recall_path,
                                      recall_file(position.offset, mtime, stamp, state, planned.left_out, project))
         except OSError as exc:

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from eventlog.domain import SECTION_SLUGS, KeyPoint, PendingLearning, PlaybookState, Usage
+from eventlog.domain import SECTION_SLUGS, KeyPoint, PendingLearning, PendingProposal, PlaybookState, Usage
 from eventlog.events import encodable_json
 from eventlog.faults import point as fault
 from eventlog.files import FILE_MODE
@@ -40,6 +40,8 @@ class SnapshotLog(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     sessions: int = 0
     usage: dict[str, Usage] = {}
     disabled: bool = False
+    # UNSET (left out of the file) while no proposal waits: a playbook without review reads as before
+    proposals: dict[str, PendingProposal] | msgspec.UnsetType = msgspec.UNSET
     digest: str = ""
 
 
@@ -71,7 +73,8 @@ def snapshot_of(state: PlaybookState, position: Position) -> SnapshotFile:
         log=SnapshotLog(offset=position.offset, seq=position.seq, hash=position.hash, line=position.line,
                         high_water=dict(state.high_water), pending=dict(state.pending),
                         progress=dict(state.progress), sessions=state.sessions,
-                        usage={name: state.usage[name] for name in sorted(state.usage)}, disabled=state.disabled),
+                        usage={name: state.usage[name] for name in sorted(state.usage)}, disabled=state.disabled,
+                        proposals=dict(state.proposals) or msgspec.UNSET),
     )
     assert snapshot.log is not None
     snapshot.log.digest = _digest(snapshot)
@@ -157,7 +160,7 @@ def state_of(snapshot: SnapshotFile) -> tuple[PlaybookState, Position]:
                           sessions=snapshot.log.sessions,
                           usage={name: Usage(u.injected, u.cited, u.last_used, u.stale)
                                  for name, u in snapshot.log.usage.items()},
-                          disabled=snapshot.log.disabled)
+                          disabled=snapshot.log.disabled, proposals=dict(snapshot.log.proposals or {}))
     for section in SECTION_SLUGS:
         entries = state.sections[section]
         for entry in snapshot.sections.get(section, []):

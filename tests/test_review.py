@@ -1,0 +1,264 @@
+"""Review before it counts: proposals change nothing until accepted, and accepting one is a direct cycle's events."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, event, settings, strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from eventlog.decide import ApplyOperations, ExpireProposals, ProposeOperations, Prune, decide_all
+from eventlog.domain import PlaybookState
+from eventlog.events import (
+    Cause,
+    KeyPointAdded,
+    KeyPointEvaluated,
+    ProposalAccepted,
+    ProposalExpired,
+    ProposalRecorded,
+    ProposalRejected,
+)
+from eventlog.evolve import fold
+from playbook import review
+from playbook.audit import revert
+from playbook.learn import learn_pending, request_learning
+from projections.repository import PlaybookRepository
+from tests.fake_anthropic import FakeAnthropic
+from tests.test_learning import CURATION, FIXTURES, models, use
+
+SECTION = "PATTERNS & APPROACHES"
+
+
+def _repo(tmp_path: Path) -> PlaybookRepository:
+    repo = PlaybookRepository(tmp_path / "project" / ".claude")
+    repo.append([ApplyOperations([{"type": "ADD", "text": t, "section": SECTION} for t in ("one", "two", "three")])],
+                Cause(source="test"))
+    return repo
+
+
+def _content(state: PlaybookState) -> dict[str, dict[str, tuple[str, int, int]]]:
+    return {section: {kp.name: (kp.text, kp.helpful, kp.harmful) for kp in entries.values()}
+            for section, entries in state.sections.items()}
+
+
+def test_a_review_cycle_rates_but_only_proposes(tmp_path, monkeypatch):
+    for name in list(os.environ):
+        if name.startswith(("ANTHROPIC_", "AGENTIC_CONTEXT_", "PLAYBOOK_")):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("PLAYBOOK_RETRY_BASE_DELAY", "0.01")
+    monkeypatch.setenv("PLAYBOOK_REVIEW", "1")
+    project = tmp_path / "project"
+    repo = PlaybookRepository(project / ".claude")
+    repo.append([ApplyOperations([{"type": "ADD", "text": "run the tests before committing", "section": SECTION}])],
+                Cause(source="test"))
+    transcript = tmp_path / "session.jsonl"
+    shutil.copy(FIXTURES / "tool_use_resumed.jsonl", transcript)
+    with FakeAnthropic(models()) as api:
+        use(api, monkeypatch)
+        request_learning(project, "SessionEnd", str(transcript), "session-1", "other")
+        assert [o.status for o in learn_pending(project)] == ["completed"]
+    state = repo.state()
+    # the rating applies, the ADD waits
+    assert _content(state)[SECTION] == {"pat-001": ("run the tests before committing", 1, 0)}
+    last = list(repo.store.read())[-1]
+    assert any(isinstance(e, KeyPointEvaluated) for e in last.events)
+    proposals = [e for e in last.events if isinstance(e, ProposalRecorded)]
+    assert [p.operation for p in proposals] == CURATION["operations"] and list(state.proposals) == [proposals[0].proposal]
+    # SessionStart tells the user, in one line, and the model's context is the playbook as it is
+    output = json.loads(repo.injection_path.read_bytes().partition(b"\n")[2])
+    assert output["systemMessage"] == "playbook: 1 learned proposal waiting for review (run `playbook review`)"
+    assert "prefer pathlib" not in output["hookSpecificOutput"]["additionalContext"]
+    # accepting it is what a direct cycle would have appended for that operation
+    decision = review.accept(repo, proposals[0].proposal)
+    direct = decide_all(state, [ApplyOperations(CURATION["operations"]), Prune()])
+    assert decision.outcome == "accepted"
+    assert isinstance(decision.events[0], ProposalAccepted) and decision.events[0].proposal == proposals[0].proposal
+    strip = lambda events: [(type(e), e.name, e.text, e.section) for e in events if isinstance(e, KeyPointAdded)]
+    assert strip(decision.events[1:]) == strip(direct) and len(decision.events) == 1 + len(direct)
+    transaction = list(repo.store.read())[-1]
+    assert transaction.commit.session == "session-1" and transaction.commit.source == "review"
+    assert json.loads(repo.injection_path.read_bytes().partition(b"\n")[2]).get("systemMessage") is None
+
+
+def _cli(project: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "playbook", "--project", str(project), "review", *args],
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+
+
+def test_review_command_lists_accepts_edits_rejects_and_refuses(tmp_path):
+    repo = _repo(tmp_path)
+    project = repo.claude_dir.parent
+    repo.append([ProposeOperations(operations=[
+        {"type": "ADD", "text": "four", "section": SECTION},
+        {"type": "UPDATE", "target_id": "pat-001", "text": "one, better"},
+        {"type": "DELETE", "target_id": "pat-001", "reason": "obsolete"},
+        {"type": "MERGE", "source_ids": ["pat-002", "pat-003"], "merged_text": "two and three"},
+        {"type": "UPDATE", "target_id": "pat-999", "text": "unknown target: skipped, not proposed"},
+    ], prefix="c1")], Cause(source="hook:SessionEnd", session="s-1"))
+    listed = json.loads(_cli(project, "--json").stdout)["proposals"]
+    assert [p["id"] for p in listed] == ["c1-1", "c1-2", "c1-3", "c1-4"]
+    text = _cli(project).stdout
+    assert "c1-2" in text and 'UPDATE pat-001: "one, better"' in text and 'pat-001 now: "one"' in text
+    assert _cli(project, "--accept", "c1-2").returncode == 0
+    refused = _cli(project, "--accept", "c1-3")  # DELETE of pat-001, which changed since
+    assert refused.returncode == 1 and "refused c1-3: pat-001 was changed after this was proposed" in refused.stdout
+    assert _cli(project, "--reject", "c1-4", "--reason", "they differ").returncode == 0
+    edited = _cli(project, "--edit", "c1-1", "four, edited", "--json")
+    assert json.loads(edited.stdout)["decisions"][0]["outcome"] == "accepted"
+    unknown = _cli(project, "--reject", "c1-4")
+    assert unknown.returncode == 1 and unknown.stderr.startswith("playbook: no pending proposal 'c1-4'")
+    assert unknown.stderr.count("\n") == 1
+    state = repo.state()
+    assert {kp.text for _, kp in state.entries()} == {"one, better", "two", "three", "four, edited"}
+    rejected = [e for t in repo.store.read() for e in t.events if isinstance(e, ProposalRejected)]
+    assert [(e.proposal, e.by) for e in rejected] == [("c1-3", "check"), ("c1-4", "user")]
+    assert rejected[1].reason == "they differ"
+    log = subprocess.run([sys.executable, "-m", "playbook", "--project", str(project), "log", "--type", "review"],
+                         capture_output=True, text=True, timeout=60).stdout
+    assert "accepted" in log and "refused" in log and "rejected" in log and "proposed" in log
+
+
+def test_proposals_expire_after_the_configured_age_and_it_is_recorded(tmp_path):
+    repo = _repo(tmp_path)
+    repo.append([ProposeOperations(operations=[{"type": "ADD", "text": "four", "section": SECTION}], prefix="c1")],
+                Cause(source="test"))
+    (repo.claude_dir / "playbook.settings.json").write_text(json.dumps({"playbook_review_expiry_days": 0}))
+    assert review.pending(repo) == []
+    expired = [e for t in repo.store.read() for e in t.events if isinstance(e, ProposalExpired)]
+    assert [(e.proposal, e.max_age_days) for e in expired] == [("c1-1", 0.0)]
+    with pytest.raises(review.ReviewError):
+        review.accept(repo, "c1-1")
+
+
+# -- the playbook is the accepted proposals, whatever the order of events --------------------------
+
+TEXTS = ["alpha", "beta", "gamma", "delta"]
+
+
+class ReviewMachine(RuleBasedStateMachine):
+    """Learning cycles (as proposals), accepts, edits, rejects, expiry and reverts, against a model
+    that applies exactly the accepted operations, each as a direct cycle would."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.prefixes = itertools.count(1)
+
+    @initialize()
+    def start(self) -> None:
+        import tempfile
+
+        self.directory = Path(tempfile.mkdtemp(prefix="review-"))
+        self.repo = _repo(self.directory)
+        self.model = self.repo.state().copy()
+        self.pending: dict[str, tuple[object, dict[str, str]]] = {}
+        self.undo: list[tuple[str, PlaybookState]] = []  # (tx, model state before) of accepts, newest last
+        self.last_tx = ""
+
+    def teardown(self) -> None:
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _names(self) -> list[str]:
+        return sorted(self.model.where) + ["pat-099"]
+
+    def _apply(self, state: PlaybookState, op: object) -> PlaybookState:
+        return fold(decide_all(state, [ApplyOperations([op]), Prune()]), state)
+
+    @rule(data=st.data(), count=st.integers(1, 3))
+    def cycle(self, data, count: int) -> None:
+        names = self._names()
+        operation = st.one_of(
+            st.builds(lambda t: {"type": "ADD", "text": t, "section": SECTION}, st.sampled_from(TEXTS)),
+            st.builds(lambda n, t: {"type": "UPDATE", "target_id": n, "text": t}, st.sampled_from(names),
+                      st.sampled_from(TEXTS)),
+            st.builds(lambda n: {"type": "DELETE", "target_id": n}, st.sampled_from(names)),
+            st.builds(lambda a, b, t: {"type": "MERGE", "source_ids": [a, b], "merged_text": t},
+                      st.sampled_from(names), st.sampled_from(names), st.sampled_from(TEXTS)),
+        )
+        operations = data.draw(st.lists(operation, min_size=count, max_size=count))
+        prefix = f"c{next(self.prefixes)}"
+        committed = self.repo.append([ProposeOperations(operations=operations, prefix=prefix)],
+                                     Cause(source="test"))
+        recorded = {e.proposal: e for e in (committed.events if committed else []) if isinstance(e, ProposalRecorded)}
+        for index, op in enumerate(operations):
+            would_change = self._apply(self.model, op) != self.model
+            proposal = f"{prefix}-{index + 1}"
+            assert (proposal in recorded) == would_change, (op, recorded)
+            if would_change:
+                base = {n: self.model.get(n).text for n in ([op.get("target_id")] + op.get("source_ids", []))
+                        if isinstance(n, str) and self.model.get(n) is not None}
+                assert recorded[proposal].base == base
+                self.pending[proposal] = (op, base)
+        if committed:
+            self.last_tx = committed.commit.tx
+
+    @precondition(lambda self: self.pending)
+    @rule(data=st.data(), edit=st.one_of(st.none(), st.sampled_from(TEXTS + ["edited text"])))
+    def accept(self, data, edit: str | None) -> None:
+        proposal = data.draw(st.sampled_from(sorted(self.pending)))
+        op, base = self.pending.pop(proposal)
+        if edit is not None and op["type"] == "DELETE":
+            edit = None
+        changed = any(self.model.get(n) is None or self.model.get(n).text != t for n, t in base.items())
+        decision = review.accept(self.repo, proposal, text=edit)
+        assert decision.outcome == ("refused" if changed else "accepted"), (decision, base)
+        event(f"{decision.outcome}{' edited' if edit is not None and not changed else ''}")
+        if not changed:
+            before = self.model.copy()
+            effective = review.edited_operation(op, edit) if edit is not None else op
+            self.model = self._apply(self.model, effective)
+            if self.model != before:
+                self.undo.append((decision.tx, before))
+        self.last_tx = decision.tx
+
+    @precondition(lambda self: self.pending)
+    @rule(data=st.data())
+    def reject(self, data) -> None:
+        proposal = data.draw(st.sampled_from(sorted(self.pending)))
+        del self.pending[proposal]
+        decision = review.reject(self.repo, proposal, "not wanted")
+        self.last_tx = decision.tx
+
+    @precondition(lambda self: self.pending)
+    @rule(days=st.sampled_from([0, 3]))
+    def expire(self, days: int) -> None:
+        # every proposal was recorded moments ago: `days` later, with a limit of 1 day, all or none expire
+        now = (datetime.now(timezone.utc) + timedelta(days=days)).isoformat()
+        committed = self.repo.append([ExpireProposals(now=now, max_age_days=1.0)], Cause(source="test"))
+        if days >= 2:
+            assert committed is not None and {e.proposal for e in committed.events} == set(self.pending)
+            self.pending.clear()
+            self.last_tx = committed.commit.tx
+        else:
+            assert committed is None
+
+    @precondition(lambda self: self.undo and self.undo[-1][0] == self.last_tx)
+    @rule()
+    def revert_last_accept(self) -> None:
+        tx, before = self.undo.pop()
+        result = revert(self.repo, tx)
+        assert result.committed is not None
+        for slug, number in self.model.high_water.items():  # a retired name is never issued again
+            before.high_water[slug] = max(before.high_water.get(slug, 0), number)
+        self.model = before
+        self.last_tx = result.committed.commit.tx
+        event("reverted")
+
+    @invariant()
+    def playbook_is_the_accepted_proposals(self) -> None:
+        state = self.repo.state()
+        assert _content(state) == _content(self.model)
+        assert set(state.proposals) == set(self.pending)
+
+
+ReviewMachine.TestCase.settings = settings(max_examples=int(os.environ.get("REVIEW_EXAMPLES", "20")),
+                                           stateful_step_count=12, deadline=None,
+                                           suppress_health_check=[HealthCheck.too_slow])
+TestReviewMachine = ReviewMachine.TestCase
