@@ -262,3 +262,44 @@ ReviewMachine.TestCase.settings = settings(max_examples=int(os.environ.get("REVI
                                            stateful_step_count=12, deadline=None,
                                            suppress_health_check=[HealthCheck.too_slow])
 TestReviewMachine = ReviewMachine.TestCase
+
+
+def test_on_a_terminal_review_walks_through_accept_reject_and_edit(tmp_path):
+    import pty
+    import select
+    import time
+
+    repo = _repo(tmp_path)
+    repo.append([ProposeOperations(operations=[
+        {"type": "ADD", "text": "four", "section": SECTION},
+        {"type": "DELETE", "target_id": "pat-002"},
+        {"type": "UPDATE", "target_id": "pat-003", "text": "three, better"},
+    ], prefix="c1")], Cause(source="test"))
+    main, child = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "playbook", "--project", str(repo.claude_dir.parent), "review"],
+                               stdin=child, stdout=child, stderr=child, close_fds=True)
+    os.close(child)
+    output = b""
+
+    def until(text: bytes) -> None:
+        nonlocal output
+        deadline = time.monotonic() + 60
+        while text not in output and time.monotonic() < deadline:
+            if select.select([main], [], [], 0.5)[0]:
+                try:
+                    output += os.read(main, 4096)
+                except OSError:
+                    break
+        assert text in output, output.decode(errors="replace")
+
+    for prompt, answer in ((b"uit? ", b"a"), (b"uit? ", b"r"), (b"reason: ", b"keep it"), (b"uit? ", b"e"),
+                           (b"new text: ", b"three, edited")):
+        until(prompt)
+        output = output[output.index(prompt) + len(prompt):]
+        os.write(main, answer + b"\n")
+    assert process.wait(timeout=60) == 0
+    os.close(main)
+    state = repo.state()
+    assert {kp.text for _, kp in state.entries()} == {"one", "two", "three, edited", "four"} and not state.proposals
+    rejected = [e for t in repo.store.read() for e in t.events if isinstance(e, ProposalRejected)]
+    assert [(e.proposal, e.reason) for e in rejected] == [("c1-2", "keep it")]
