@@ -25,6 +25,7 @@ from eventlog.events import KeyPointUpdated, LearningCompleted, LearningFailed, 
 from eventlog.events import OperationSkipped, PlaybookImported, SectionReordered, SnapshotSetAside, TailRepaired
 from eventlog.events import TransactionCommitted, VersionSet
 from eventlog.events import LearningGivenUp, PlaybookDisabled, PlaybookEnabled
+from eventlog.events import ProposalAccepted, ProposalExpired, ProposalRecorded, ProposalRejected
 from eventlog.evolve import _READS, apply_transaction, fold
 from eventlog.registry import EVENT_TYPES
 from eventlog.store import LogReader, Position, encode_line, fold_log
@@ -78,6 +79,14 @@ EVERY_TYPE: list[list[Event | dict[str, Any]]] = [
      LearningFailed(request="r5", error="HTTP 529", transcript="/t/5.jsonl", attempt=5),
      LearningGivenUp(request="r5", attempts=5, error="HTTP 529", transcript="/t/5.jsonl")],
     [PlaybookEnabled(), PlaybookDisabled()],
+    [ProposalRecorded(proposal="c1-1", operation={"type": "UPDATE", "target_id": "pref-001", "text": "x"},
+                      base={"pref-001": "merged"}, request="r1", held="too much at once"),
+     ProposalRecorded(proposal="c1-2", operation={"type": "ADD", "text": "y"}),
+     ProposalRecorded(proposal="c1-3", operation={"type": "DELETE", "target_id": "pref-001"}),
+     ProposalRecorded(proposal="c1-4", operation={"type": "ADD", "text": "z"})],
+    [ProposalAccepted(proposal="c1-1", edited={"type": "UPDATE", "target_id": "pref-001", "text": "x2"}),
+     ProposalRejected(proposal="c1-2", reason="no", by="user"),
+     ProposalExpired(proposal="c1-3", age_days=31.5, max_age_days=30.0)],
     [],  # a transaction of no events (a commit alone)
 ]
 
