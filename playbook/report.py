@@ -67,20 +67,26 @@ def proposal_lines(proposals: list, style: Style, heading: str | None = None) ->
         at = proposal.recorded_at[:19].replace("T", " ")
         lines.append(f"  {style.paint(clean(proposal.id), 'cyan')}  {at}  {describe_operation(proposal.operation)}")
         for name, text in proposal.base.items():
-            lines.append(f"      {clean(name)} now: {quote(text)}")
+            lines.append(f"      {clean(name)} when proposed: {quote(text)}")
+        if proposal.held:
+            lines.append(f"      {style.paint('would have been held', 'magenta')}: {clean(proposal.held)}")
         if proposal.conflict:
             lines.append(f"      {style.paint('would be refused', 'red')}: {clean(proposal.conflict)}")
     return lines
 
 
 def decision_lines(decisions: list, style: Style) -> list[str]:
+    """What review actions did: outcome, id, reason, transaction; an accept's events below it."""
     lines: list[str] = []
+    shown: set[str | None] = set()
     for decision in decisions:
         reason = f": {clean(decision.reason)}" if decision.reason else ""
-        colour = {"accepted": "green"}.get(decision.outcome, "red")
+        colour = {"accepted": "green", "held": "magenta"}.get(decision.outcome, "red")
         tx = f"  (tx {decision.tx})" if decision.tx else ""
         lines.append(f"{style.paint(decision.outcome, colour)} {clean(decision.id)}{reason}{tx}")
-        if decision.outcome == "accepted":
+        # Proposals accepted together share one transaction: its events are listed once, under the first.
+        if decision.outcome == "accepted" and decision.tx not in shown:
+            shown.add(decision.tx)
             for event in decision.events:
                 lines.extend(event_lines(event, style, verbose=False, indent=4))
     return lines
