@@ -281,7 +281,9 @@ def session_start(data: str, root: str, notice: str | None) -> bytes:
             message = json.loads(output)
         except ValueError:
             message = {}
-    message["systemMessage"] = notice
+    # The projection's own line for the user (proposals waiting for review) is kept after the notice.
+    shown = message.get("systemMessage")
+    message["systemMessage"] = f"{notice}\n{shown}" if isinstance(shown, str) and shown else notice
     return json.dumps(message, ensure_ascii=False).encode("utf-8")
 
 
