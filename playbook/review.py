@@ -116,6 +116,13 @@ def operation_text(operation: Any) -> str | None:
     return text if isinstance(text, str) else None
 
 
+def _scrubbed(text: str) -> str:
+    """What the user typed, with any secret in it redacted: it goes into the log like a model's reply."""
+    from .scrub import scrub  # detect-secrets: imported when a text is typed, not for a listing
+
+    return scrub(text)
+
+
 def edited_operation(operation: Any, text: str) -> dict:
     """`operation` with its text replaced by `text` (ADD and UPDATE: text; MERGE: merged_text)."""
     if not isinstance(operation, dict) or operation.get("type") not in ("ADD", "UPDATE", "MERGE"):
@@ -163,7 +170,7 @@ def accept(repo: PlaybookRepository, proposal: str, text: str | None = None) -> 
     """Accept `proposal` (with its text replaced by `text`, when given); refused if its target changed,
     held (and left pending) if the collapse guard holds it."""
     found = _find(repo, proposal)
-    edited = edited_operation(found.operation, text) if text is not None else None
+    edited = edited_operation(found.operation, _scrubbed(text)) if text is not None else None
     cause = _cause(repo, found, f"{'edit and accept' if edited is not None else 'accept'} proposal {proposal}")
     decided = _accept(repo, [(found, edited)], cause)
     if not decided:
@@ -187,7 +194,7 @@ def accept_all(repo: PlaybookRepository) -> list[Decision]:
 def reject(repo: PlaybookRepository, proposal: str, reason: str) -> Decision:
     """Reject `proposal` with the user's `reason`; recorded, and the playbook left as it is."""
     found = _find(repo, proposal)
-    reason = reason.strip() or "rejected in review"
+    reason = _scrubbed(reason.strip()) or "rejected in review"
     cause = _cause(repo, found, f"reject proposal {proposal}")
     committed = repo.append([RejectProposal(proposal=proposal, reason=reason)], cause)
     if committed is None or not committed.events:

@@ -128,3 +128,16 @@ def test_session_start_says_in_one_line_that_proposals_wait_from_the_projected_b
     review.accept(repo, "c1-1")
     output = session_start()
     assert "systemMessage" not in output and "Prefer pathlib" in output["hookSpecificOutput"]["additionalContext"]
+
+
+def test_a_secret_typed_into_an_edit_or_a_reason_is_redacted_before_it_is_recorded(project):
+    repo = seed(project, 2)
+    repo.append([ProposeOperations(operations=[{"type": "ADD", "text": "Deploy with the CI key", "section": "OTHERS"},
+                                               {"type": "UPDATE", "target_id": "pat-001", "text": "Check it"}],
+                                   prefix="c1")], Cause(source="test"))
+    key = "AKIA" + "Z7QW4XJ2KD9LM3PN"
+    review.accept(repo, "c1-1", text=f"Deploy with the CI key {key}")
+    review.reject(repo, "c1-2", f"it leaked {key}")
+    log = repo.log_path.read_text()
+    assert key not in log and log.count("[REDACTED:aws-access-key]") == 3  # accepted edit, its key point, reason
+    assert "Deploy with the CI key [REDACTED:aws-access-key]" in {kp.text for _s, kp in repo.state().entries()}
