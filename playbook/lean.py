@@ -11,7 +11,7 @@ from eventlog import similarity
 from eventlog.collapse import DEFAULT_MAX_REMOVED_SHARE, DEFAULT_MAX_SHRINK_SHARE, HoldCuration, Limits, collapse_reason, loss
 from eventlog.decide import ApplyOperations, Command, Evaluate, MergeDuplicates, SweepStale, decide
 from eventlog.domain import PlaybookState
-from eventlog.events import Cause, KeyPointAdded, KeyPointUpdated
+from eventlog.events import Cause, Event, KeyPointAdded, KeyPointUpdated
 from eventlog.evolve import fold
 from projections.injection import Injection, injection_budget, plan, setting_number
 from projections.repository import PlaybookRepository
@@ -92,7 +92,7 @@ def curation_commands(state: PlaybookState, evaluations: Any, operations: Any,
     return [ApplyOperations(operations), *after_curation], None
 
 
-def guarded(before: PlaybookState, events: list, operations: Any,
+def guarded(before: PlaybookState, events: list[Event], operations: Any,
             settings: LeanSettings) -> tuple[list[Command], HoldCuration | None]:
     """The collapse guard and the near-duplicate merge over curator `events` decided on `before`.
 
