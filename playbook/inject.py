@@ -97,7 +97,11 @@ def _notice(claude_dir: str) -> "bytes | None":
 
 
 def _with_notice(output: bytes, notice: bytes) -> bytes:
-    """`output` (a hook JSON object, or nothing) with `notice` as its systemMessage, shown to the user."""
+    """`output` (a hook JSON object, or nothing) with `notice` as its systemMessage, shown to the user; a
+    systemMessage the projection put first (proposals waiting for review) follows the notice on a line of its own."""
+    shown = b'{"systemMessage":"'
+    if output.startswith(shown):
+        return shown[:-1] + notice[:-1] + b"\\n" + output[len(shown):]
     if output.startswith(b"{"):
         return b'{"systemMessage":' + notice + b"," + output[1:]
     return b'{"systemMessage":' + notice + b"}\n"

@@ -41,9 +41,15 @@ class _Output(msgspec.Struct):
 
 
 class _HookOutput(msgspec.Struct, omit_defaults=True):
-    hookSpecificOutput: _Output | None = None
     systemMessage: str | None = None
-    """For the user, not the model: shown when a session starts."""
+    """For the user, not the model: shown when a session starts. First, so that `playbook/inject.py` can put
+    its notice in front of it without parsing the output."""
+    hookSpecificOutput: _Output | None = None
+
+
+def waiting_for_review(state: PlaybookState) -> int:
+    """The proposals a session start mentions: none while the project is disabled, as nothing is shown then."""
+    return 0 if state.disabled else len(state.proposals)
 
 
 def review_note(count: int) -> str | None:
@@ -144,7 +150,7 @@ def _render(state: PlaybookState, names: set[str]) -> str:
 def hook_output(state: PlaybookState, budget: int = DEFAULT_BUDGET) -> bytes:
     """What the SessionStart hook prints for `state`: the playbook within `budget` as additional context, and
     one line for the user while proposals wait for review."""
-    return output_of(plan(state, budget), len(state.proposals))
+    return output_of(plan(state, budget), waiting_for_review(state))
 
 
 def output_of(injection: Injection, proposals: int = 0) -> bytes:
@@ -154,7 +160,7 @@ def output_of(injection: Injection, proposals: int = 0) -> bytes:
     if not injection.text and note is None:
         return b""
     context = _Output("SessionStart", injection.text) if injection.text else None
-    return msgspec.json.encode(_HookOutput(context, note)) + b"\n"
+    return msgspec.json.encode(_HookOutput(systemMessage=note, hookSpecificOutput=context)) + b"\n"
 
 
 def injection_file(log_size: int, snapshot_mtime_ns: int, output: bytes, stamp: str = "-") -> bytes:

@@ -29,6 +29,7 @@ from eventlog.unit_of_work import EventStore, commit
 
 from . import checkpoints
 from .injection import INJECTION_NAME, injection_budget, injection_file, output_of, plan, settings_stamp
+from .injection import waiting_for_review
 from .recall import RECALL_NAME, recall_file
 from .snapshot import ReadSnapshot, claimed_position, read_snapshot, render, state_of, write_atomically
 
@@ -195,7 +196,7 @@ class PlaybookRepository:
             mtime = self.snapshot_path.stat().st_mtime_ns
             planned = plan(state, injection_budget(project))
             self._replace_if_changed(self.injection_path,
-                                     injection_file(position.offset, mtime, output_of(planned, len(state.proposals)),
+                                     injection_file(position.offset, mtime, output_of(planned, waiting_for_review(state)),
                                                     stamp))
             self._replace_if_changed(self.recall_path,
                                      recall_file(position.offset, mtime, stamp, state, planned.left_out, project))

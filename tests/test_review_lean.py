@@ -117,7 +117,7 @@ def test_session_start_says_in_one_line_that_proposals_wait_from_the_projected_b
         run = subprocess.run([sys.executable, "-I", "-S", str(ROOT / "playbook" / "inject.py")], input="{}",
                              capture_output=True, text=True, env=env, timeout=60)
         assert run.returncode == 0 and run.stderr == ""
-        return json.loads(run.stdout)
+        return json.loads(run.stdout) if run.stdout else {}
 
     output = session_start()
     assert output["systemMessage"] == "playbook: 2 learned proposals waiting for review (run `playbook review`)"
@@ -128,6 +128,21 @@ def test_session_start_says_in_one_line_that_proposals_wait_from_the_projected_b
     review.accept(repo, "c1-1")
     output = session_start()
     assert "systemMessage" not in output and "Prefer pathlib" in output["hookSpecificOutput"]["additionalContext"]
+    repo.append([ProposeOperations(operations=[{"type": "DELETE", "target_id": "pat-002"}], prefix="c2")],
+                Cause(source="test"))
+    assert session_start()["systemMessage"].startswith("playbook: 1 learned proposal waiting")
+    # the once-a-day notice of why learning cannot run comes first; the line about proposals stays after it
+    (project / ".claude" / "playbook.notice").write_text(json.dumps("playbook: learning cannot run: no key") + "\n")
+    output = session_start()
+    assert output["systemMessage"] == ("playbook: learning cannot run: no key\n"
+                                       "playbook: 1 learned proposal waiting for review (run `playbook review`)")
+    assert "Prefer pathlib" in output["hookSpecificOutput"]["additionalContext"]
+    assert session_start()["systemMessage"].startswith("playbook: 1 learned proposal waiting")  # shown once a day
+    disabled = subprocess.run([sys.executable, "-m", "playbook", "--project", str(project), "disable"],
+                              capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert disabled.returncode == 0, disabled.stderr
+    output = session_start()  # a disabled project's sessions are given nothing, this line included
+    assert "hookSpecificOutput" not in output and "waiting for review" not in output.get("systemMessage", "")
 
 
 def test_a_secret_typed_into_an_edit_or_a_reason_is_redacted_before_it_is_recorded(project):
