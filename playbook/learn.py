@@ -29,8 +29,8 @@ from pathlib import Path
 
 import msgspec
 
-from eventlog.decide import CompleteLearning, Evaluate, ExpireProposals, FailLearning, ProposeOperations, Prune
-from eventlog.decide import RequestLearning, SkipLearning, decide, decide_all
+from eventlog.decide import CompleteLearning, Evaluate, FailLearning, Prune, RequestLearning, SkipLearning, decide
+from eventlog.decide import decide_all
 from eventlog.domain import PendingLearning, PlaybookState
 from eventlog.errors import PlaybookError
 from eventlog.events import Cause
@@ -40,6 +40,7 @@ from eventlog.store import utc_now
 from projections.repository import PlaybookRepository
 
 from .lean import curation_commands, current_plan, lean_settings, sweep_stale
+from .review import cycle_commands
 from .project import repository
 from .settings import load_settings, never_learn_match
 from .transcript import TranscriptError, cited_ids, read_transcript
@@ -241,10 +242,9 @@ def run_cycle(repo: PlaybookRepository, pending: PendingLearning) -> Outcome:
             # the guard would hold included: each of its operations is the user's to accept or not.
             proposed[:] = [why_held] if why_held else []
             return decide_all(fresh, [
-                Evaluate(evaluations), Prune(),
-                ProposeOperations(operations=curation["operations"], prefix=pending.request[:8],
-                                  request=pending.request, held=why_held),
-                ExpireProposals(now=utc_now(), max_age_days=settings.playbook_review_expiry_days),
+                *cycle_commands(evaluations, curation["operations"], prefix=pending.request[:8],
+                                request=pending.request, held=why_held, now=utc_now(),
+                                max_age_days=settings.playbook_review_expiry_days),
                 complete,
             ])
         held[:] = [why_held] if why_held else []

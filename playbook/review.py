@@ -17,7 +17,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from eventlog.decide import AcceptProposal, ExpireProposals, Prune, RejectProposal, decide, decide_all
+from eventlog.decide import AcceptProposal, Command, Evaluate, ExpireProposals, ProposeOperations, Prune
+from eventlog.decide import RejectProposal, decide, decide_all
 from eventlog.decide import proposal_conflict
 from eventlog.domain import PendingProposal, PlaybookState
 from eventlog.errors import PlaybookError
@@ -60,6 +61,17 @@ class Decision(msgspec.Struct, frozen=True):
     reason: str = ""
     tx: str | None = None
     events: list[Event] = []
+
+
+def cycle_commands(evaluations: Any, operations: Any, *, prefix: str, request: str | None, held: str | None,
+                   now: str, max_age_days: float) -> list[Command]:
+    """A learning cycle's commands with review on: the ratings and the prune they lead to apply, the curator's
+    operations become proposals (`held`: why the guard would have held them), and old proposals expire."""
+    return [
+        Evaluate(evaluations), Prune(),
+        ProposeOperations(operations=operations, prefix=prefix, request=request, held=held),
+        ExpireProposals(now=now, max_age_days=max_age_days),
+    ]
 
 
 def expire(repo: PlaybookRepository) -> int:

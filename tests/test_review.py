@@ -209,10 +209,11 @@ class ReviewMachine(RuleBasedStateMachine):
                                                st.sampled_from(["helpful", "harmful", "harmful", "neutral"])),
                                      max_size=3))
         prefix = f"c{next(self.prefixes)}"
-        # as a learning cycle with review on: the ratings and the prune apply, the operations are proposed
-        committed = self.repo.append([Evaluate(ratings), Prune(), ProposeOperations(operations=operations,
-                                                                                    prefix=prefix)],
-                                     Cause(source="test"))
+        # as the learner's cycle with review on: the ratings and the prune apply, the operations are proposed,
+        # and proposals past the age limit (none: a day, and all were recorded moments ago) expire
+        commands = review.cycle_commands(ratings, operations, prefix=prefix, request=None, held=None,
+                                         now=datetime.now(timezone.utc).isoformat(), max_age_days=1.0)
+        committed = self.repo.append(commands, Cause(source="test"))
         self.model = fold(decide_all(self.model, [Evaluate(ratings), Prune()]), self.model)
         events = committed.events if committed else []
         recorded = {e.proposal: e for e in events if isinstance(e, ProposalRecorded)}
