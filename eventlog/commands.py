@@ -34,9 +34,12 @@ class SkipReason:
 
 
 class ApplyOperations(msgspec.Struct, frozen=True):
-    """Curator operations (ADD / UPDATE / MERGE / DELETE), as the model gave them."""
+    """Curator operations (ADD / UPDATE / MERGE / DELETE), as the model gave them, or as the user typed them
+    (`origin="user"`: `playbook add`)."""
 
     operations: Any
+    origin: Origin = "operation"
+    """The `origin` of the key points its ADDs create."""
 
 
 class AddNewKeyPoints(msgspec.Struct, frozen=True):

@@ -115,14 +115,14 @@ def _target(d: _Decision, kind: SkipKind, index: int, op: dict[str, Any], verb: 
     return target
 
 
-def _operation(d: _Decision, index: int, op: Any) -> None:
+def _operation(d: _Decision, index: int, op: Any, origin: Origin = "operation") -> None:
     kind: SkipKind = "operation"
     if not isinstance(op, dict):
         d.skip(kind, SkipReason.NOT_AN_OBJECT, f"operation of type {type(op).__name__}", index, op)
         return
     op_type = op.get("type", "")
     if op_type == "ADD":
-        _add(d, kind, index, op, op.get("text"), op.get("section"), "operation")
+        _add(d, kind, index, op, op.get("text"), op.get("section"), origin)
     elif op_type == "UPDATE":
         text, problem, cut_from = _text(op.get("text"))
         target = op.get("target_id")
@@ -208,7 +208,7 @@ def _apply_operations(d: _Decision, command: ApplyOperations) -> None:
             operations[MAX_OPERATIONS:],
         )
     for index, op in enumerate(operations[:MAX_OPERATIONS]):
-        _operation(d, index, op)
+        _operation(d, index, op, command.origin)
 
 
 def _add_new_key_points(d: _Decision, command: AddNewKeyPoints) -> None:

@@ -66,7 +66,7 @@ class KeyPointImported(Event, frozen=True, kw_only=True, tag="KeyPointImported")
 
 
 class KeyPointAdded(Event, frozen=True, kw_only=True, tag="KeyPointAdded"):
-    """origin: operation | new_key_point | save | manual_edit."""
+    """origin: operation | new_key_point | save | save_playbook | manual_edit | revert | user (`playbook add`)."""
 
     section: str
     name: str

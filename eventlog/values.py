@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-Origin = Literal["operation", "new_key_point", "save", "save_playbook", "manual_edit", "revert"]
+Origin = Literal["operation", "new_key_point", "save", "save_playbook", "manual_edit", "revert", "user"]
 """Why a key point was added (`KeyPointAdded.origin`), or what replaced the content (`ReplaceContent`)."""
 
 SourceFormat = Literal["bare_string", "dict_without_score", "dict_with_score", "dict_with_counters"]

@@ -17,6 +17,7 @@ from eventlog.errors import PlaybookError
 
 from .audit_commands import cmd_at, cmd_dedup, cmd_diff, cmd_history, cmd_import, cmd_log, cmd_rebuild, cmd_revert
 from .audit_commands import _out_json, cmd_serve, cmd_show, cmd_stats, cmd_timeline, cmd_verify, project_dir
+from .edit_commands import cmd_add, cmd_edit, cmd_rm, cmd_undo
 from .project import repository
 from .review_commands import cmd_review
 
@@ -219,6 +220,21 @@ def build_parser() -> argparse.ArgumentParser:
     revert.add_argument("--force", action="store_true",
                         help="revert even when later transactions changed the same entries (those stay as they are)")
     revert.add_argument("--dry-run", action="store_true", help="print what would be appended; change nothing")
+
+    add_cmd = add("add", cmd_add, "add a key point by hand (recorded as the user's)")
+    add_cmd.add_argument("text", metavar="TEXT")
+    add_cmd.add_argument("--section", metavar="S", help="PATTERNS & APPROACHES, MISTAKES TO AVOID, USER PREFERENCES, "
+                         "PROJECT CONTEXT or OTHERS (the default), in any case, or the ID prefix (pat, mis, pref, ctx, oth)")
+    edit = add("edit", cmd_edit, "re-word a key point by hand (recorded as the user's)")
+    edit.add_argument("id", metavar="ID")
+    edit.add_argument("text", metavar="TEXT")
+    rm = add("rm", cmd_rm, "delete a key point by hand (recorded as the user's, with the reason)")
+    rm.add_argument("id", metavar="ID")
+    rm.add_argument("--reason", metavar="R", help="why (kept in the log; default: removed by the user)")
+    undo = add("undo", cmd_undo, "revert the last learning cycle that changed the playbook (see revert)")
+    undo.add_argument("--dry-run", action="store_true", help="show what would be reverted; change nothing")
+    undo.add_argument("--force", action="store_true",
+                      help="revert even when later transactions changed the same entries (those stay as they are)")
 
     add("verify", cmd_verify, "check the log's hashes, sequence and transactions, and the snapshot; exit 1 on any problem")
 
