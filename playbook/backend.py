@@ -36,8 +36,6 @@ class ModelConfig(msgspec.Struct, frozen=True):
     backend: Backend = "api"
     claude: str | None = None
     """The Claude Code CLI's path (backend `cli`)."""
-    model_chosen: bool = True
-    """False when `model` is only the default: the CLI then uses the model of the user's own setup."""
 
     def __repr__(self) -> str:  # never show the key
         return f"ModelConfig(backend={self.backend!r}, model={self.model!r}, base_url={self.base_url!r})"
@@ -62,8 +60,8 @@ def find_claude(env: Mapping[str, str] | None = None) -> str | None:
 def model_config(env: Mapping[str, str] | None = None) -> ModelConfig | None:
     """Model, backend, credentials and endpoint from the environment; None when learning has no way to run."""
     env = os.environ if env is None else env
-    chosen = env.get("AGENTIC_CONTEXT_MODEL") or env.get("ANTHROPIC_MODEL") or env.get("ANTHROPIC_DEFAULT_SONNET_MODEL")
-    model = chosen or DEFAULT_MODEL
+    model = (env.get("AGENTIC_CONTEXT_MODEL") or env.get("ANTHROPIC_MODEL") or env.get("ANTHROPIC_DEFAULT_SONNET_MODEL")
+             or DEFAULT_MODEL)
     base_url = env.get("AGENTIC_CONTEXT_BASE_URL") or env.get("ANTHROPIC_BASE_URL") or None
     if key := env.get("AGENTIC_CONTEXT_API_KEY"):
         return ModelConfig(model, key, None, base_url)
@@ -72,7 +70,7 @@ def model_config(env: Mapping[str, str] | None = None) -> ModelConfig | None:
     if key := env.get("ANTHROPIC_API_KEY"):
         return ModelConfig(model, key, None, base_url)
     if claude := find_claude(env):
-        return ModelConfig(model, None, None, None, backend="cli", claude=claude, model_chosen=bool(chosen))
+        return ModelConfig(model, None, None, None, backend="cli", claude=claude)
     return None
 
 
@@ -82,8 +80,7 @@ def describe(config: ModelConfig | None, env: Mapping[str, str] | None = None) -
     if config is None:
         return f"none: {NO_BACKEND}"
     if config.backend == "cli":
-        model = config.model if config.model_chosen else "the model of your Claude Code setup"
-        return f"Claude Code CLI on your own login ({config.claude}), {model}"
+        return f"Claude Code CLI on your own login ({config.claude}), {config.model}"
     source = next((name for name in ("AGENTIC_CONTEXT_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_API_KEY")
                    if env.get(name)), "an API key")
     where = " at a custom endpoint (ANTHROPIC_BASE_URL)" if config.base_url else ""

@@ -43,12 +43,11 @@ class CliError(Exception):
 
 def command(config: ModelConfig) -> list[str]:
     """The child's command line."""
-    args = [str(config.claude), "-p", "--output-format", "json", "--tools", "", "--safe-mode",
+    # The model is always named: the log records the model of each cycle, and Claude Code's own default
+    # (often its largest model) would spend the user's plan on background work the key route does with this one.
+    return [str(config.claude), "-p", "--output-format", "json", "--tools", "", "--safe-mode",
             "--no-session-persistence", "--strict-mcp-config", "--disable-slash-commands",
-            "--system-prompt", SYSTEM_PROMPT]
-    if config.model_chosen:
-        args += ["--model", config.model]
-    return args
+            "--system-prompt", SYSTEM_PROMPT, "--model", config.model]
 
 
 def child_env() -> dict[str, str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from eventlog.events import KeyPointAdded, LearningCompleted, LearningRequested
-from playbook.backend import describe, model_config
+from playbook.backend import DEFAULT_MODEL, describe, model_config
 from playbook.claude_cli import command
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, request_texts
@@ -24,13 +24,18 @@ pytestmark = pytest.mark.skipif(CLAUDE is None and os.environ.get("CI") != "true
                                 reason="Claude Code is not installed (npm install @anthropic-ai/claude-code)")
 
 
-def login_env(home: Path, api: FakeAnthropic) -> dict[str, str]:
-    """A subscription user's environment: Claude Code logged in (its stored OAuth credentials), no API key."""
-    (home / ".claude").mkdir(parents=True, exist_ok=True)
-    (home / ".claude" / ".credentials.json").write_text(json.dumps({"claudeAiOauth": {
+def store_login(config: Path) -> None:
+    """Claude Code logged in to a subscription: its stored OAuth credentials in its configuration directory."""
+    config.mkdir(parents=True, exist_ok=True)
+    (config / ".credentials.json").write_text(json.dumps({"claudeAiOauth": {
         "accessToken": "oauth-test-login", "refreshToken": "oauth-test-refresh",
         "expiresAt": int(time.time() * 1000) + 86_400_000, "scopes": ["user:inference", "user:profile"],
         "subscriptionType": "pro"}}))
+
+
+def login_env(home: Path, api: FakeAnthropic) -> dict[str, str]:
+    """A subscription user's environment: Claude Code logged in (its stored OAuth credentials), no API key."""
+    store_login(home / ".claude")
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("ANTHROPIC_", "AGENTIC_CONTEXT_", "CLAUDE", "PLAYBOOK_"))}
     env["PATH"] = f"{Path(str(CLAUDE)).parent}{os.pathsep}{env.get('PATH', '')}"
@@ -99,6 +104,8 @@ def test_a_session_on_a_login_without_a_key_learns_through_the_cli_and_never_lea
     texts = [request_texts(b) for b in bodies]
     model_calls = [b for b, t in zip(bodies, texts) if "You are the reflector" in t or "You are the curator" in t]
     assert len(model_calls) == 2 and sum("You are the reflector" in t for t in texts) == 1
+    # the model the log records is the one asked for, not Claude Code's own default
+    assert {b["model"] for b in model_calls} == {DEFAULT_MODEL} == {learned[0].commit.model}
     assert all(not b.get("tools") for b in model_calls)
     assert not any("SessionStart hook additional context" in json.dumps(b) for b in model_calls)
     for request in recorded:
