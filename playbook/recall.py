@@ -51,8 +51,8 @@ def terms(text: str) -> list[str]:
 def settings_stamp(project: str) -> str:
     """`projections.injection.settings_stamp`, with the standard library alone."""
     parts = []
-    for path in (os.path.join(os.path.expanduser("~"), ".claude", SETTINGS_NAME),
-                 os.path.join(project, ".claude", SETTINGS_NAME)):
+    user = os.path.expanduser(os.environ.get("CLAUDE_CONFIG_DIR") or "~/.claude")
+    for path in (os.path.join(user, SETTINGS_NAME), os.path.join(project, ".claude", SETTINGS_NAME)):
         try:
             parts.append(str(os.stat(path).st_mtime_ns))
         except (OSError, ValueError):

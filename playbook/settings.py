@@ -19,6 +19,8 @@ from pathlib import Path
 
 import msgspec
 
+from projections.injection import settings_paths
+
 
 class Settings(msgspec.Struct, frozen=True):
     playbook_update_on_exit: bool = True
@@ -70,8 +72,7 @@ def _from_env(key: str, raw: str) -> object | None:
 
 def load_settings(project: Path) -> Settings:
     values: dict[str, object] = {}
-    user = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
-    for path in (user / SETTINGS_NAME, project / ".claude" / SETTINGS_NAME):
+    for path in settings_paths(project):
         for key, value in _read(path).items():
             if key in Settings.__struct_fields__ and (read := _from_file(key, value)) is not None:
                 values[key] = read

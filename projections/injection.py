@@ -169,7 +169,12 @@ def injection_file(log_size: int, snapshot_mtime_ns: int, output: bytes, stamp: 
 
 def settings_paths(project: Path) -> tuple[Path, Path]:
     """The user's and the project's settings files, in the order they apply."""
-    return Path(os.path.expanduser("~")) / ".claude" / SETTINGS_NAME, project / ".claude" / SETTINGS_NAME
+    return user_config_dir() / SETTINGS_NAME, project / ".claude" / SETTINGS_NAME
+
+
+def user_config_dir() -> Path:
+    """Claude Code's configuration directory: `$CLAUDE_CONFIG_DIR`, else `~/.claude`."""
+    return Path(os.path.expanduser(os.environ.get("CLAUDE_CONFIG_DIR") or "~/.claude"))
 
 
 def settings_stamp(project: Path) -> str:

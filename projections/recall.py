@@ -22,7 +22,7 @@ import msgspec
 
 from eventlog.domain import PlaybookState
 
-from .injection import injection_file, setting_number
+from .injection import injection_file, setting_number, settings_paths
 
 RECALL_NAME = "playbook.recall.json"
 RECALL_KEY = "playbook_recall"
@@ -101,8 +101,7 @@ def recall_on(project: Path) -> bool:
     if raw is not None and raw.strip().lower() in {"0", "false", "no", "off", "1", "true", "yes", "on"}:
         return raw.strip().lower() in {"1", "true", "yes", "on"}
     on = True
-    for path in (Path(os.path.expanduser("~")) / ".claude" / "playbook.settings.json",
-                 project / ".claude" / "playbook.settings.json"):
+    for path in settings_paths(project):
         try:
             value = msgspec.json.decode(path.read_bytes())
         except (OSError, msgspec.DecodeError):

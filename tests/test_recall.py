@@ -86,8 +86,14 @@ def test_both_hooks_stamp_the_settings_as_the_projection_does(tmp_path, monkeypa
     (home / ".claude").mkdir(parents=True)
     (project / ".claude").mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    config = tmp_path / "stamp-config"
+    config.mkdir()
     stamps = []
-    for step in range(3):
+    for step in range(4):
+        if step == 3:  # Claude Code's directory moved: the user's settings file is read there
+            (config / injection.SETTINGS_NAME).write_text('{"playbook_injection_budget": 20}')
+            monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
         if step == 1:
             (home / ".claude" / injection.SETTINGS_NAME).write_text('{"playbook_recall": false}')
             (project / ".claude" / injection.SETTINGS_NAME).write_text('{"playbook_injection_budget": 10}')
@@ -98,7 +104,7 @@ def test_both_hooks_stamp_the_settings_as_the_projection_does(tmp_path, monkeypa
         assert inject.settings_stamp(str(project)) == stamp
         assert hook.settings_stamp(str(project)) == stamp
         stamps.append(stamp)
-    assert len(set(stamps)) == 3
+    assert len(set(stamps)) == 4
     assert inject.STAMPED_ENV == hook.STAMPED_ENV == injection.STAMPED_ENV
 
 
