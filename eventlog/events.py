@@ -66,7 +66,8 @@ class KeyPointImported(Event, frozen=True, kw_only=True, tag="KeyPointImported")
 
 
 class KeyPointAdded(Event, frozen=True, kw_only=True, tag="KeyPointAdded"):
-    """origin: operation | new_key_point | save | save_playbook | manual_edit | revert | user (`playbook add`)."""
+    """origin: operation | new_key_point | save | save_playbook | manual_edit | revert | user (`playbook add`) | recovery
+    (`values.Origin`)."""
 
     section: str
     name: str
@@ -196,10 +197,13 @@ class TailRepaired(Event, frozen=True, kw_only=True, tag="TailRepaired"):
 
 
 class SnapshotSetAside(Event, frozen=True, kw_only=True, tag="SnapshotSetAside"):
-    """playbook.json could not be read; it was moved to `moved_to` and rebuilt from the log."""
+    """playbook.json was moved to `moved_to` and rebuilt from the log, because it could not be read
+    (`kind` unreadable) or reflected a position the log does not hold: past its end (`ahead`, the log
+    was cut) or inside it (`beside`, another history): `values.SetAsideKind`. `error` says where it stood."""
 
     moved_to: str
     error: str
+    kind: str = "unreadable"
 
 
 class LearningRequested(Event, frozen=True, kw_only=True, tag="LearningRequested"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-Origin = Literal["operation", "new_key_point", "save", "save_playbook", "manual_edit", "revert", "user"]
+Origin = Literal["operation", "new_key_point", "save", "save_playbook", "manual_edit", "revert", "user", "recovery"]
 """Why a key point was added (`KeyPointAdded.origin`), or what replaced the content (`ReplaceContent`)."""
 
 SourceFormat = Literal["bare_string", "dict_without_score", "dict_with_score", "dict_with_counters"]
@@ -30,6 +30,10 @@ SkipReasonName = Literal[
     "unknown_rating", "invalid_counter", "ignored_key_points",
 ]
 """Why a request was not applied (`OperationSkipped.reason`; `eventlog.decide.SkipReason` names them)."""
+
+SetAsideKind = Literal["unreadable", "ahead", "beside"]
+"""Why playbook.json was moved aside (`SnapshotSetAside.kind`): unreadable, or reflecting a log position
+past the log's end (the log was cut) or one the log does not hold (another history)."""
 
 HookName = Literal["SessionStart", "UserPromptSubmit", "SessionEnd", "PreCompact", "SubagentStop"]
 """The Claude Code hooks the playbook runs in (`LearningRequested.hook`)."""

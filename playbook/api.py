@@ -153,6 +153,10 @@ def load_playbook() -> dict:
         state, taken_in = _read_only_state(repo), ()
     for committed in taken_in:
         report(committed.events)
+    if repo.diverged is not None:
+        from .diagnostics import divergence_line
+
+        warn(divergence_line(repo.diverged))
     return to_playbook_dict(state, origin=state.copy())
 
 

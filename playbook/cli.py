@@ -15,10 +15,11 @@ from pathlib import Path
 
 from eventlog.errors import PlaybookError
 
-from .audit_commands import cmd_at, cmd_dedup, cmd_diff, cmd_history, cmd_import, cmd_log, cmd_rebuild, cmd_revert
-from .audit_commands import _out_json, cmd_serve, cmd_show, cmd_stats, cmd_timeline, cmd_verify, project_dir
+from .audit_commands import cmd_at, cmd_dedup, cmd_diff, cmd_history, cmd_import, cmd_log, cmd_rebuild, cmd_recover
+from .audit_commands import _out_json, cmd_revert, cmd_serve, cmd_show, cmd_stats, cmd_timeline, cmd_verify
+from .audit_commands import project_dir
+from .project import collecting, repository
 from .edit_commands import cmd_add, cmd_edit, cmd_rm, cmd_undo
-from .project import repository
 from .review_commands import cmd_review
 
 EPILOG = """\
@@ -253,6 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=_port, default=0, metavar="N", help="port (default: any free one)")
     serve.add_argument("--open", action="store_true", help="open the page in a browser")
     add("rebuild", cmd_rebuild, "rewrite playbook.json from the log and clear the checkpoints")
+    recover = add("recover", cmd_recover, "take back into the log what a playbook.json ahead of it holds, as events "
+                  "of a recovery (playbook.json itself when it is ahead, else the newest playbook.json.ahead-*)")
+    recover.add_argument("file", metavar="FILE", nargs="?", help="a kept playbook.json (default: see above)")
 
     rev = add("review", cmd_review, "the proposals learning recorded with playbook_review on: list them, or (on a "
               "terminal) walk through them to accept, reject or edit; or decide with the options")
@@ -308,6 +312,17 @@ def _safe_stdout() -> None:
                 pass
 
 
+def _report_outside(opened: list) -> None:
+    """One line each for what the command found outside the log (a playbook.json kept aside, or left in
+    place because it holds what the log does not); checking never turns into a second error."""
+    from .diagnostics import report_opened
+
+    try:
+        report_opened(opened)
+    except (PlaybookError, OSError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _safe_stdout()
@@ -319,7 +334,11 @@ def main(argv: list[str] | None = None) -> int:
         except PlaybookError:
             pass  # a project that is not there: the command itself says so
     try:
-        code = args.run(args)
+        with collecting() as opened:
+            try:
+                code = args.run(args)
+            finally:
+                _report_outside(opened)
         sys.stdout.flush()  # inside the try: a closed pipe is reported here, not at exit
         return code
     except BrokenPipeError:

@@ -16,6 +16,8 @@ from eventlog import events as ev
 from eventlog.domain import PRUNE_RULE
 from eventlog.files import FILE_MODE, make_dirs
 
+from projections.repository import Divergence, PlaybookRepository
+
 from .project import claude_dir
 from .safe_text import clean
 
@@ -99,6 +101,9 @@ def _describe_change(event: ev.Event, note: Note, stderr: list[str]) -> None:
         case ev.PlaybookImported(file_format="unreadable", moved_aside=moved, error=error):
             stderr.append(f"playbook.json could not be read ({error}); it is kept as {moved or 'nothing'} "
                           "and the playbook starts empty")
+        case ev.SnapshotSetAside(moved_to=moved, error=error, kind="ahead" | "beside"):
+            stderr.append(f"{error}: it is kept as {moved} and playbook.json was rebuilt from the log; "
+                          f"`playbook recover` takes its content back into the log")
         case ev.SnapshotSetAside(moved_to=moved, error=error):
             stderr.append(f"playbook.json could not be read ({error}); it is kept as {moved or 'nothing'} "
                           "and was rebuilt from the log")
@@ -129,6 +134,13 @@ def hand_edit_problem(detail: str, item: object) -> str:
     return line + '; an entry is {"name": "pat-001", "text": "...", "helpful": 0, "harmful": 0}'
 
 
+def divergence_line(divergence: Divergence, injected: bool = False) -> str:
+    """The one line a reader says when playbook.json holds what the log does not, and leaves it as it is."""
+    then = "the session gets the playbook it holds; " if injected else ""
+    return (f"{divergence.describe()}: left as it is ({then}the next write keeps it as playbook.json.ahead-*); "
+            "`playbook recover` takes its content back into the log")
+
+
 def report(events: list[ev.Event]) -> None:
     """Print what deserves the user's eye to stderr; in diagnostic mode, write the diagnostic files."""
     stderr, notes = describe(events)
@@ -137,3 +149,21 @@ def report(events: list[ev.Event]) -> None:
     if notes and is_diagnostic_mode():
         for name, lines in notes.items():
             save_diagnostic("\n".join(lines) + "\n", name)
+
+
+def report_opened(repos: list[PlaybookRepository], injected: bool = False) -> None:
+    """Say, once, what the repositories a command opened took in from outside the log, and for each
+    project whose playbook.json still holds what its log does not, the one line that says so."""
+    told: set[Path] = set()
+    for repo in repos:
+        for committed in repo.taken_in:
+            report(committed.events)
+            if any(isinstance(event, ev.SnapshotSetAside) and event.kind != "unreadable" for event in committed.events):
+                told.add(repo.claude_dir)
+    for repo in repos:
+        if repo.claude_dir in told:
+            continue
+        told.add(repo.claude_dir)
+        divergence = repo.divergence()
+        if divergence is not None:
+            warn(divergence_line(divergence, injected))

@@ -113,7 +113,8 @@ def _repaired(e: ev.TailRepaired) -> Parts:
 
 
 def _set_aside(e: ev.SnapshotSetAside) -> Parts:
-    return "!", "set aside", f"unreadable playbook.json moved to {clean(e.moved_to)}: {clean(e.error)}", "magenta"
+    what = "unreadable playbook.json" if e.kind == "unreadable" else "playbook.json ahead of the log"
+    return "!", "set aside", f"{what} moved to {clean(e.moved_to)}: {clean(e.error)}", "magenta"
 
 
 def _requested(e: ev.LearningRequested) -> Parts:

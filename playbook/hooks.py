@@ -15,7 +15,10 @@ from typing import Any
 
 from eventlog.errors import PlaybookError
 
-from .project import repository
+from projections.injection import injection_budget, output_of, plan
+from projections.snapshot import read_snapshot, state_of
+
+from .project import collecting, repository
 from .safe_text import clean
 from .settings import load_settings, never_learn_match
 
@@ -28,12 +31,35 @@ class HookInputError(PlaybookError):
     """The hook's stdin is not the JSON object Claude Code sends."""
 
 
+def session_start(project: Path | str) -> bytes:
+    """`session_start_output`, and one line on stderr for what it found outside the log."""
+    with collecting() as opened:
+        output = session_start_output(project)
+    _report(opened, injected=True)
+    return output
+
+
+def _report(opened: list, injected: bool = False) -> None:
+    try:
+        from .diagnostics import report_opened
+
+        report_opened(opened, injected=injected)
+    except Exception:  # only a report: the hook has done its work
+        pass
+
+
 def session_start_output(project: Path | str) -> bytes:
     """The SessionStart hook's output for `project`, bringing the projection up to date first."""
     from .notice import update_notice
 
     repo = repository(Path(project))
-    update_notice(Path(project), repo.refresh())
+    state = repo.refresh()
+    update_notice(Path(project), state)
+    if repo.diverged is not None:
+        # playbook.json holds what the log does not: the session gets that playbook, and it stays as it is.
+        found = read_snapshot(repo.snapshot_path)
+        if found is not None and found.snapshot is not None:
+            return output_of(plan(state_of(found.snapshot)[0], injection_budget(Path(project))))
     try:
         data = repo.injection_path.read_bytes()
     except OSError:
@@ -149,10 +175,17 @@ def run_hook(event: str, stdin: Any = None) -> int:
     """Entry point of `playbook hook <event>`: always exits 0."""
     if os.environ.get("PLAYBOOK_LEARNER"):
         return 0  # a session the learner itself started (`claude -p`): it must not learn from itself
+    with collecting() as opened:
+        _run_hook(event, stdin)
+    _report(opened)
+    return 0
+
+
+def _run_hook(event: str, stdin: Any) -> None:
     try:
         payload = read_payload(stdin or sys.stdin)
         if event == "SessionStart":
-            sys.stdout.buffer.write(session_start_output(_project(payload)))
+            sys.stdout.buffer.write(session_start(_project(payload)))
             sys.stdout.flush()
         elif event in LEARNING_EVENTS:
             from .share import ensure_registered
@@ -167,7 +200,6 @@ def run_hook(event: str, stdin: Any = None) -> int:
         _say(f"{event} hook: {exc}")
     except Exception as exc:  # never a traceback in Claude Code
         _say(f"{event} hook failed: {type(exc).__name__}: {exc}")
-    return 0
 
 
 def _say(message: str) -> None:

@@ -126,9 +126,9 @@ def main() -> int:
             import site
 
             site.main()
-            from playbook.hooks import session_start_output
+            from playbook.hooks import session_start
 
-            output = session_start_output(os.path.dirname(claude_dir))
+            output = session_start(os.path.dirname(claude_dir))
         except Exception as exc:  # the session must start whatever happens here
             print(f"playbook: cannot inject the playbook: {exc}", file=sys.stderr)
             return 0

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from projections.repository import PlaybookRepository
@@ -18,5 +20,23 @@ def claude_dir(project: Path | None = None) -> Path:
     return (project or get_project_dir()) / ".claude"
 
 
+_collecting: list[list[PlaybookRepository]] = []
+
+
 def repository(project: Path | None = None) -> PlaybookRepository:
-    return PlaybookRepository(claude_dir(project))
+    """The playbook of `project`; inside `collecting()`, remembered so the command can say what it found."""
+    repo = PlaybookRepository(claude_dir(project))
+    if _collecting:
+        _collecting[-1].append(repo)
+    return repo
+
+
+@contextmanager
+def collecting() -> Iterator[list[PlaybookRepository]]:
+    """The repositories `repository` makes inside this block, oldest first."""
+    repos: list[PlaybookRepository] = []
+    _collecting.append(repos)
+    try:
+        yield repos
+    finally:
+        _collecting.pop()

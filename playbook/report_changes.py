@@ -14,6 +14,7 @@ from eventlog.domain import PlaybookState
 from projections.diff import Change, Diff
 
 from .audit import Imported, PointState, Reverted, Stats
+from .recover import Recovered
 from .report import event_json, event_lines
 from .safe_text import clean
 from .terminal import Style, cells, counters, fit, quote, when, wrap
@@ -173,10 +174,11 @@ def revert_json(result: Reverted) -> dict:
 
 def verify_lines(report: Any, style: Style) -> list[str]:
     read = f"{report.transactions} transactions, {report.events} events, log at seq {report.seq}"
+    notes = [f"note: {clean(note)}" for note in report.notes]
     if report.ok:
         return [style.paint("OK", "green", "bold") + f"  {read}",
-                f"    log       {clean(report.log)}", f"    snapshot  {clean(report.snapshot)}"]
-    lines = []
+                f"    log       {clean(report.log)}", f"    snapshot  {clean(report.snapshot)}", *notes]
+    lines = [*notes]
     for problem in report.problems:
         where = clean(problem.file) + (f":{problem.line}" if problem.line is not None else "")
         byte = f" (byte {problem.offset})" if problem.offset is not None else ""
@@ -227,6 +229,21 @@ def import_json(result: Imported) -> dict:
 
 
 # --- stats ----------------------------------------------------------------------------------------------
+
+
+def recover_lines(result: Recovered, style: Style) -> list[str]:
+    committed = result.committed
+    if committed is None:
+        return [f"nothing to recover: the log already holds everything in {clean(result.path)}"]
+    lines = [f"recovered {clean(result.path)} ({clean(result.base)}) as new transaction {clean(committed.commit.tx)}:"]
+    return lines + [line for e in committed.events for line in event_lines(e, style, False)]
+
+
+def recover_json(result: Recovered) -> dict:
+    committed = result.committed
+    return {"file": result.path, "base": result.base, "applied": committed is not None,
+            "tx": committed.commit.tx if committed is not None else None,
+            "events": [event_json(e) for e in committed.events] if committed is not None else []}
 
 
 def stats_lines(stats: Stats, style: Style) -> list[str]:

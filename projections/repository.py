@@ -5,6 +5,11 @@ appeared outside the log (a legacy playbook.json with no log, a snapshot edited
 by hand, an unreadable snapshot set aside), then decides the caller's commands
 against the fresh state, appends them as one transaction, and replaces the
 snapshot. Nothing else writes playbook.json.
+
+A snapshot that reflects a log position this log does not hold (the log was cut or
+restored from an older copy, or replaced by another history) is the last copy of
+what it holds beyond the log: readers leave it as it is, and a writer records
+that it moves it aside, then moves it to `playbook.json.ahead-*`.
 """
 
 from __future__ import annotations
@@ -55,6 +60,26 @@ class TakenIn(NamedTuple):
     taken_in: tuple[Committed, ...]
 
 
+class Divergence(msgspec.Struct, frozen=True):
+    """playbook.json reflects a position (`seq`, ending at byte `offset`) that the log, `log_size` bytes
+    long, does not hold: ahead of it when the position lies past its end, else beside it."""
+
+    seq: int
+    offset: int
+    log_size: int
+
+    @property
+    def ahead(self) -> bool:
+        return self.offset > self.log_size
+
+    def describe(self) -> str:
+        if self.ahead:
+            return (f"playbook.json is ahead of the log: it reflects seq {self.seq} (byte {self.offset}) and the log "
+                    f"ends at byte {self.log_size}")
+        return (f"playbook.json reflects seq {self.seq} (byte {self.offset}) of another history than the log's, "
+                "or a damaged line")
+
+
 class PlaybookRepository:
     """The log at `<claude_dir>/playbook.events.jsonl` and its snapshot `<claude_dir>/playbook.json`."""
 
@@ -67,6 +92,8 @@ class PlaybookRepository:
         self.injection_path = self.claude_dir / INJECTION_NAME
         self.recall_path = self.claude_dir / RECALL_NAME
         self._taken_in: list[Committed] = []
+        self.diverged: Divergence | None = None
+        """Set when this object's last read left in place a playbook.json that holds what the log does not."""
 
     @property
     def taken_in(self) -> list[Committed]:
@@ -86,6 +113,22 @@ class PlaybookRepository:
             if position.offset <= self.store.size() and self.store.holds(position):
                 return state, position
         return PlaybookState(), Position()
+
+    def divergence(self) -> Divergence | None:
+        """How playbook.json and the log disagree, when the snapshot reflects a position the log does not hold."""
+        return self._divergence(read_snapshot(self.snapshot_path))
+
+    def _divergence(self, found: ReadSnapshot | None) -> Divergence | None:
+        if found is None or found.snapshot is None or found.snapshot.log is None or not found.snapshot.log.offset:
+            return None
+        size = self.store.size()
+        if not size:
+            return None  # no log at all: the snapshot is imported as the log's first transaction
+        log = found.snapshot.log
+        position = Position(offset=log.offset, seq=log.seq, hash=log.hash, line=log.line)
+        if log.offset <= size and self.store.holds(position):
+            return None
+        return Divergence(seq=log.seq, offset=log.offset, log_size=size)
 
     def is_fresh(self) -> bool:
         """True when playbook.json is untouched and reflects the whole log: a stat of the log and a read of
@@ -122,12 +165,18 @@ class PlaybookRepository:
         return self.take_in().state
 
     def take_in(self) -> TakenIn:
-        """`state`, with the transactions this call appended for what waited outside the log."""
+        """`state`, with the transactions this call appended for what waited outside the log.
+
+        A playbook.json that holds what the log does not is left as it is (`diverged` says so)."""
         found = read_snapshot(self.snapshot_path)
+        self.diverged = self._divergence(found)
+        if self.diverged is not None:
+            return TakenIn(self.current()[0], ())
         if self._needs_housekeeping(found):
             with self.store.locked():
-                done = self._housekeep()
-                self._write_snapshot(done.state, done.position)
+                done = self._housekeep(writing=False)
+                if self.diverged is None:
+                    self._write_snapshot(done.state, done.position)
                 return TakenIn(done.state, done.taken_in)
         state, position = self._checkpoint_of(found)
         return TakenIn(self.store.fold(state, position)[0], ())
@@ -149,11 +198,15 @@ class PlaybookRepository:
             self._write_snapshot(state, position)
             return committed
 
-    def refresh(self) -> PlaybookState:
-        """Bring playbook.json and the injection projection up to date with the log."""
+    def refresh(self, writing: bool = False) -> PlaybookState:
+        """Bring playbook.json and the injection projection up to date with the log.
+
+        A reader's refresh leaves a playbook.json that holds what the log does not as it is (and sets
+        `diverged`); with `writing`, it is recorded and moved aside first, as every writer does."""
         with self.store.locked():
-            state, position, _taken_in = self._housekeep()
-            self._write_snapshot(state, position)
+            state, position, _taken_in = self._housekeep(writing)
+            if self.diverged is None:
+                self._write_snapshot(state, position)
             return state
 
     def replace_log(self, build: Callable[[Path], T]) -> T:
@@ -169,7 +222,7 @@ class PlaybookRepository:
     def rebuild(self) -> Position:
         """Rewrite playbook.json and the checkpoints from the whole log."""
         with self.store.locked():
-            self._housekeep()  # a hand edit or an unreadable file is taken in first, never overwritten
+            self._housekeep()  # a hand edit, an unreadable file or one ahead of the log is taken in or kept first
             state, position = PlaybookState(), Position()
             directory = self.claude_dir / checkpoints.CHECKPOINT_DIR
             checkpoints.clear(directory)
@@ -212,15 +265,22 @@ class PlaybookRepository:
             pass
         write_atomically(path, data)
 
-    def _housekeep(self) -> Housekept:
-        """Under the lock: take in what waits outside the log; the state at the log's end, and what it appended."""
-        done = self._take_in_outside()
+    def _housekeep(self, writing: bool = True) -> Housekept:
+        """Under the lock: take in what waits outside the log; the state at the log's end, and what it appended.
+
+        A reader (`writing` false) only reads where playbook.json holds what the log does not."""
+        done = self._take_in_outside(writing)
         self._taken_in.extend(done.taken_in)
         return done
 
-    def _take_in_outside(self) -> Housekept:
+    def _take_in_outside(self, writing: bool) -> Housekept:
         self._remove_stale_temps()
         found = read_snapshot(self.snapshot_path)
+        self.diverged = self._divergence(found)
+        if self.diverged is not None:
+            if not writing:
+                return Housekept(*self.current(), ())
+            return self._set_aside_diverged(self.diverged)
         has_log = self.store.exists()
         path = str(self.snapshot_path)
         if has_log and found is not None and found.snapshot is None and not isinstance(found.data, dict):
@@ -288,6 +348,23 @@ class PlaybookRepository:
         except OSError as exc:
             raise StorageError.failed("keep a copy of", self.snapshot_path, exc) from exc
         return target.name
+
+    def _set_aside_diverged(self, diverged: Divergence) -> Housekept:
+        """Record that playbook.json is moved aside, then move it: its bytes stay, under a name the log gives."""
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+        target = self.snapshot_path.with_name(f"{self.snapshot_path.name}.ahead-{stamp}")
+        state, position = self.current()
+        event = SnapshotSetAside(moved_to=target.name, error=diverged.describe(),
+                                 kind="ahead" if diverged.ahead else "beside")
+        committed = commit(self.store, state, position, lambda _s: [event],
+                           Cause(source="rebuild", note="playbook.json kept aside"))
+        assert committed is not None
+        try:
+            os.replace(self.snapshot_path, target)
+        except OSError as exc:
+            raise StorageError.failed("move aside", self.snapshot_path, exc) from exc
+        self.diverged = None
+        return Housekept(committed.state, committed.position, (committed,))
 
     def _set_aside(self, found: ReadSnapshot) -> str | None:
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")

@@ -30,6 +30,8 @@ class Report(msgspec.Struct):
     events: int = 0
     seq: int = 0
     problems: list[Problem] = []
+    notes: list[str] = []
+    """What was found and set right before the check (a snapshot brought up to date)."""
 
     @property
     def ok(self) -> bool:
@@ -39,7 +41,7 @@ class Report(msgspec.Struct):
 def verify(repo: PlaybookRepository) -> Report:
     """Check the hash chain, the sequence and every transaction of the log, and that the snapshot is its projection."""
     path = repo.log_path
-    report = Report(log=str(path), snapshot=str(repo.snapshot_path), problems=[])
+    report = Report(log=str(path), snapshot=str(repo.snapshot_path), problems=[], notes=[])
     folded = PlaybookState()
     state: PlaybookState | None = folded
     position = Position()
@@ -98,9 +100,15 @@ def _check_snapshot(repo: PlaybookRepository, state: PlaybookState, position: Po
         return
     log = found.snapshot.log
     assert log is not None
-    if log.offset != position.offset:
+    diverged = repo.divergence()
+    if diverged is not None:
+        report.problems.append(Problem(file, None, None, f"{diverged.describe()}: it holds what the log does not; "
+                                       "a writer keeps it as playbook.json.ahead-*, and `playbook recover` takes "
+                                       "its content back into the log"))
+    elif log.offset != position.offset:
         report.problems.append(Problem(file, None, None,
-                                       f"behind the log: reflects seq {log.seq}, the log is at seq {position.seq}"))
+                                       f"behind the log: reflects seq {log.seq}, the log is at seq {position.seq} "
+                                       "(harmless: a writer stopped before replacing it; the next command catches up)"))
     elif actual != expected:
         report.problems.append(Problem(file, _first_difference(actual, expected), None,
                                        "differs from the log's projection"))
@@ -120,3 +128,9 @@ def _first_difference(actual: list[bytes], expected: list[bytes]) -> int:
         if mine != theirs:
             return number
     return min(len(actual), len(expected)) + 1
+
+
+def only_behind(report: Report) -> bool:
+    """True when the log reads whole and the one problem is a snapshot behind it, which a refresh sets right."""
+    return len(report.problems) == 1 and report.problems[0].file == report.snapshot and \
+        report.problems[0].what.startswith("behind the log")

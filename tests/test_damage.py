@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from eventlog.decide import ApplyOperations
+from eventlog.decide import ApplyOperations, decide_all
+from eventlog.domain import PlaybookState
 from eventlog.errors import CorruptLogError
 from eventlog.events import Cause, SnapshotSetAside
+from eventlog.store import Position
 from projections.repository import PlaybookRepository
 from projections.verify import verify
 from tests.test_crash import child_env
@@ -37,9 +39,11 @@ def run_cli(project: Path, *args: str, stdin: str = "") -> subprocess.CompletedP
 
 CHECKPOINTER = r'''
 import sys
-from eventlog.decide import ApplyOperations
+from eventlog.decide import ApplyOperations, decide_all
+from eventlog.domain import PlaybookState
 from eventlog.events import Cause
 from projections import checkpoints
+from eventlog.store import Position
 from projections.repository import PlaybookRepository
 checkpoints.CHECKPOINT_EVERY = 4  # the second append passes a mark and writes a checkpoint first
 repo = PlaybookRepository(sys.argv[1])
@@ -154,3 +158,131 @@ def test_a_damaged_line_in_the_middle_is_one_line_with_file_and_line_from_every_
         if command != ["revert", "--dry-run", "oth-001"]:
             assert result.returncode == 1 and f"{log}:4" in result.stderr + result.stdout, (command, result)
             assert f"byte {offset}" in result.stderr + result.stdout, (command, result)
+
+
+# --- a snapshot ahead of the log ---------------------------------------------------------------------
+
+READERS = [["show"], ["show", "--json"], ["log"], ["log", "-v"], ["history", "oth-001"], ["at", "2"], ["diff", "2"],
+           ["stats"], ["verify"], ["show", "--at", "4"]]
+
+
+def _cut_after(repo: PlaybookRepository, transactions: int) -> bytes:
+    """Cut the log after its first `transactions` transactions, as a restore of an older copy does."""
+    ends = [t.end.offset for t in repo.store.read()]
+    data = repo.store.path.read_bytes()
+    repo.store.path.write_bytes(data[:ends[transactions - 1]])
+    return data[:ends[transactions - 1]]
+
+
+def session_start(project: Path) -> subprocess.CompletedProcess:
+    from playbook.install import hook_command
+
+    return subprocess.run(hook_command("SessionStart"), shell=True, input="{}", capture_output=True, text=True,
+                          env=child_env(CLAUDE_PROJECT_DIR=str(project)), cwd=project, timeout=60)
+
+
+def test_a_snapshot_ahead_of_a_shortened_log_is_never_overwritten_by_a_reader_and_every_reader_says_so(tmp_path):
+    repo = _five_transactions(tmp_path)
+    snapshot = repo.snapshot_path.read_bytes()
+    log = _cut_after(repo, 2)
+    for command in READERS:
+        result = run_cli(tmp_path, *command)
+        _no_traceback(result)
+        said = [line for line in result.stderr.splitlines() if "ahead of the log" in line]
+        assert len(said) == 1 or (command == ["verify"] and "ahead of the log" in result.stdout), (command, result)
+        assert repo.snapshot_path.read_bytes() == snapshot and repo.store.path.read_bytes() == log, command
+    shown = json.loads(run_cli(tmp_path, "show", "--json").stdout)
+    assert [e["text"] for e in shown["sections"]["OTHERS"]] == ["lesson 0", "lesson 1"]  # the log's playbook
+
+    hooked = session_start(tmp_path)
+    assert hooked.returncode == 0 and hooked.stderr.count("\n") == 1 and "ahead of the log" in hooked.stderr
+    context = json.loads(hooked.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert all(f"lesson {n}" in context for n in range(5))  # the session gets what the snapshot holds
+    assert repo.snapshot_path.read_bytes() == snapshot and repo.store.path.read_bytes() == log
+    assert not list(repo.claude_dir.glob("playbook.json.*"))
+
+
+def test_a_writer_records_then_keeps_a_snapshot_ahead_of_the_log_and_recover_takes_it_back(tmp_path):
+    repo = _five_transactions(tmp_path)
+    snapshot = repo.snapshot_path.read_bytes()
+    _cut_after(repo, 2)
+    imported = tmp_path / "other.json"
+    imported.write_text(json.dumps({"sections": {"OTHERS": [{"name": "oth-009", "text": "written after the cut"}]}}))
+    written = run_cli(tmp_path, "import", str(imported))
+    assert written.returncode == 0, written.stderr
+    said = [line for line in written.stderr.splitlines() if "ahead of the log" in line]
+    assert len(said) == 1 and "playbook recover" in said[0]
+    kept = list(repo.claude_dir.glob("playbook.json.ahead-*"))
+    assert [path.read_bytes() for path in kept] == [snapshot]
+    set_aside = [(t.start.seq, e) for t in repo.store.read() for e in t.events if isinstance(e, SnapshotSetAside)]
+    assert [(seq, e.moved_to, e.kind) for seq, e in set_aside] == [(4, kept[0].name, "ahead")]
+    assert verify(repo).ok and repo.is_fresh()
+
+    # The log moved on meanwhile: the new entry took the name oth-003, which the kept file gave "lesson 2".
+    recovered = run_cli(tmp_path, "recover")
+    assert recovered.returncode == 0 and recovered.stderr == "", recovered
+    texts = {kp.text: kp.name for _, kp in repo.current()[0].entries()}
+    assert set(texts) == {f"lesson {n}" for n in range(5)} | {"written after the cut"}
+    assert len(set(texts.values())) == 6
+    last = list(repo.store.read())[-1]
+    assert last.commit.source == "recover" and kept[0].name in last.commit.note
+    assert {e.origin for e in last.events} == {"recovery"}
+    again = run_cli(tmp_path, "recover")
+    assert again.returncode == 1 and "already recovered" in again.stderr
+    assert kept[0].read_bytes() == snapshot and verify(repo).ok
+
+
+def test_a_snapshot_of_another_history_is_left_by_readers_and_kept_by_writers(tmp_path):
+    from eventlog.store import JsonlEventStore
+
+    repo = _five_transactions(tmp_path)
+    snapshot = repo.snapshot_path.read_bytes()
+    _cut_after(repo, 2)
+    store = JsonlEventStore(repo.store.path)  # another tool writes a history of its own, longer than before
+    with store.locked():
+        for n in range(4):
+            store.append_locked(PlaybookState(), Position(), lambda state, n=n: decide_all(
+                state, ops({"type": "ADD", "text": f"other history {n} " + "x" * 400})), CAUSE)
+    diverged = repo.divergence()
+    assert diverged is not None and not diverged.ahead
+    for command in (["show"], ["log"], ["verify"]):
+        result = run_cli(tmp_path, *command)
+        assert "another history" in result.stderr, result
+        assert repo.snapshot_path.read_bytes() == snapshot
+    hooked = session_start(tmp_path)
+    assert "another history" in hooked.stderr and "lesson 4" in hooked.stdout
+
+    repo.append(ops({"type": "ADD", "text": "a writer"}), CAUSE)
+    kept = list(repo.claude_dir.glob("playbook.json.ahead-*"))
+    assert [path.read_bytes() for path in kept] == [snapshot] and verify(repo).ok
+    assert run_cli(tmp_path, "recover").returncode == 0
+    texts = {kp.text for _, kp in repo.current()[0].entries()}
+    assert {f"lesson {n}" for n in range(5)} <= texts and sum(t.startswith("other history") for t in texts) == 4
+
+
+# --- verify right after a killed writer ---------------------------------------------------------------
+
+ONE_WRITE = r'''
+import sys
+from eventlog.decide import ApplyOperations
+from eventlog.events import Cause
+from projections.repository import PlaybookRepository
+PlaybookRepository(sys.argv[1]).append([ApplyOperations([{"type": "ADD", "text": "killed before the snapshot"}])],
+                                       Cause(source="crash-test"))
+'''
+
+
+def test_verify_right_after_a_writer_killed_before_the_snapshot_catches_up_and_says_it_was_harmless(tmp_path):
+    repo = _five_transactions(tmp_path)
+    child = subprocess.run([sys.executable, "-c", ONE_WRITE, str(repo.claude_dir)], env=child_env("before-snapshot"),
+                           capture_output=True, timeout=60)
+    assert child.returncode == -signal.SIGKILL, child.stderr.decode()
+    assert [p.what.split(":")[0] for p in verify(repo).problems] == ["behind the log"]
+
+    checked = run_cli(tmp_path, "verify")
+    assert checked.returncode == 0, checked
+    assert "brought up to date" in checked.stdout and "harmless" in checked.stdout
+    assert verify(repo).ok and repo.is_fresh()
+    assert "killed before the snapshot" in repo.snapshot_path.read_text()
+    as_json = json.loads(run_cli(tmp_path, "verify", "--json").stdout)
+    assert as_json["ok"] and as_json["notes"] == []
