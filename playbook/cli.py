@@ -162,6 +162,8 @@ def _common(json: bool) -> argparse.ArgumentParser:
                         help="project directory (default: $CLAUDE_PROJECT_DIR, else the current directory)")
     if json:
         parent.add_argument("--json", action="store_true", help="one JSON document on stdout")
+        parent.add_argument("--full", action="store_true", default=argparse.SUPPRESS,
+                            help="show long texts whole (by default a text is cut after 2000 characters, and says so)")
     return parent
 
 
@@ -326,6 +328,9 @@ def _report_outside(opened: list) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _safe_stdout()
+    from . import terminal
+
+    terminal.full = getattr(args, "full", False)
     if args.command not in _NO_REGISTRATION:
         from .share import ensure_registered
 

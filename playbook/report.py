@@ -24,7 +24,7 @@ from .audit import PointState, Selected
 from .event_text import describe_operation, event_parts
 from .event_text import history_kind as event_history_kind
 from .safe_text import clean
-from .terminal import LABEL, Style, cells, counters, fit, one_line, quote, when, wrap
+from .terminal import LABEL, Style, cells, counters, fit, one_line, quote, shown, when, wrap
 
 # --- JSON -------------------------------------------------------------------------------------------
 
@@ -116,7 +116,7 @@ def show_lines(point: PointState, style: Style, label: str | None = None) -> lis
             lines.append("")
         lines.append(style.paint(f"## {section}", "bold"))
         for kp in entries.values():
-            lines.append(f"[{clean(kp.name)}] helpful={kp.helpful} harmful={kp.harmful} :: {clean(kp.text)}")
+            lines.append(f"[{clean(kp.name)}] helpful={kp.helpful} harmful={kp.harmful} :: {clean(shown(kp.text))}")
     if not lines:
         lines.append("(the playbook is empty)")
     lines.append("")
@@ -223,7 +223,7 @@ def history_lines(name: str, items: list[HistoryItem], style: Style, verbose: bo
     section, after = _now(items, name)
     lines = [style.paint(f"history of {clean(name)}", "bold") + "  (counters: helpful/harmful after each change)"]
     if after is not None:
-        now = f"now in {clean(section or '?')}: helpful={after.helpful} harmful={after.harmful} :: {clean(after.text)}"
+        now = f"now in {clean(section or '?')}: helpful={after.helpful} harmful={after.harmful} :: {clean(shown(after.text))}"
         lines += wrap("", now, style.width, indent=4) if verbose else [fit(now, style.width)]
     else:
         lines.append("now: not in the playbook")

@@ -13,6 +13,20 @@ from .safe_text import clean
 
 WIDTH = 80
 LABEL = 10  # width of the label column of log blocks
+SHOWN = 2000
+"""Characters of one text shown by default: a hand edit can hold megabytes, and a screen cannot."""
+full = False
+"""Set by `--full`: texts are shown whole."""
+
+
+def shown(text: str) -> str:
+    """`text` cut to SHOWN characters for display, with a marker saying how much was left out (not with `--full`).
+
+    Cut before anything else looks at it, so showing a text of megabytes costs what showing SHOWN does."""
+    if full or len(text) <= SHOWN:
+        return text
+    return f"{text[:SHOWN]}… [{len(text) - SHOWN} more characters; --full shows them]"
+
 
 # --- style ----------------------------------------------------------------------------------------
 
@@ -56,13 +70,14 @@ class Style:
 
 # C0 and C1 controls, DEL, line/paragraph separators, bidi controls, lone surrogates.
 def one_line(value: Any) -> str:
-    """Prose (an analysis, a reasoning) on one line: whitespace runs become one space, then `clean`."""
+    """Prose (an analysis, a reasoning) on one line, `shown`: whitespace runs become one space, then `clean`."""
     text = value if isinstance(value, str) else str(value)
-    return clean(" ".join(text.split()))
+    return clean(" ".join(shown(text).split()))
 
 
 def quote(text: Any) -> str:
-    return f'"{clean(text)}"'
+    """A text from the log in quotes, `shown` and `clean`."""
+    return f'"{clean(shown(text) if isinstance(text, str) else text)}"'
 
 
 def cells(text: str) -> int:
@@ -75,6 +90,7 @@ def cells(text: str) -> int:
 
 def fit(text: str, width: int) -> str:
     """`text` cut to `width` columns, ending in `…` when cut."""
+    text = text[: 4 * max(width, 1) + 1]  # a character takes at most two cells: measure no more than is shown
     if cells(text) <= width:
         return text
     if width <= 1:
@@ -95,6 +111,11 @@ def wrap(first: str, text: str, width: int, indent: int | None = None) -> list[s
     lines: list[str] = []
     for number, paragraph in enumerate(text.split("\n") or [""]):
         prefix = first if number == 0 else pad
+        if len(paragraph) > 4 * SHOWN:  # with --full: textwrap takes quadratic time on a long word
+            step = max(20, width) - cells(pad)
+            lines.extend(f"{prefix if at == 0 else pad}{paragraph[at:at + step]}"
+                         for at in range(0, len(paragraph), step))
+            continue
         wrapped = textwrap.wrap(paragraph, width=max(20, width), initial_indent=prefix, subsequent_indent=pad,
                                 break_long_words=True, break_on_hyphens=False) or [prefix.rstrip()]
         lines.extend(wrapped)

@@ -286,3 +286,32 @@ def test_verify_right_after_a_writer_killed_before_the_snapshot_catches_up_and_s
     assert "killed before the snapshot" in repo.snapshot_path.read_text()
     as_json = json.loads(run_cli(tmp_path, "verify", "--json").stdout)
     assert as_json["ok"] and as_json["notes"] == []
+
+
+# --- long texts on screen ----------------------------------------------------------------------------
+
+
+def test_a_megabyte_text_is_cut_for_display_with_a_marker_and_shown_whole_with_full(tmp_path, capsys):
+    from playbook.cli import main
+
+    def run(*argv: str) -> str:
+        capsys.readouterr()
+        assert main([*argv, "--project", str(tmp_path)]) == 0, argv
+        return capsys.readouterr().out
+
+    repo = _five_transactions(tmp_path)
+    data = json.loads(repo.snapshot_path.read_text())
+    huge = "y" * 2_000_000  # one word: what wrapping it whole cost grew with the square of its length
+    data["sections"]["OTHERS"][0]["text"] = huge
+    repo.snapshot_path.write_text(json.dumps(data))
+    run("show")  # takes the hand edit in
+    for command in (["show"], ["log", "-v", "-n", "1"], ["log", "-n", "1"], ["history", "-v", "oth-001"],
+                    ["at", "6"], ["diff", "5"]):
+        out = run(*command)
+        assert len(out) < 20_000, (command, len(out))
+        if command in (["show"], ["log", "-v", "-n", "1"], ["history", "-v", "oth-001"]):
+            assert f"[{len(huge) - 2000} more characters; --full shows them]" in " ".join(out.split()), command
+    whole = run("log", "-v", "-n", "1", "--full")
+    assert whole.replace("\n", "").replace(" ", "").count("y") >= len(huge)
+    assert huge in run("show", "--json")  # scripts get every byte
+    assert len(run("show")) < 20_000  # --full holds for its command only
