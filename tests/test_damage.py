@@ -5,13 +5,19 @@ Kills are real: a child process dies by SIGKILL at a fault point (`eventlog.stor
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from eventlog.decide import ApplyOperations, decide_all
 from eventlog.domain import PlaybookState
@@ -315,3 +321,45 @@ def test_a_megabyte_text_is_cut_for_display_with_a_marker_and_shown_whole_with_f
     assert whole.replace("\n", "").replace(" ", "").count("y") >= len(huge)
     assert huge in run("show", "--json")  # scripts get every byte
     assert len(run("show")) < 20_000  # --full holds for its command only
+
+
+# --- property: no read loses a byte, whatever earlier point the log is cut back to --------------------
+
+READ_COMMANDS = [["show"], ["show", "--json"], ["log", "-v", "-n", "0"], ["log", "--json"], ["history", "oth-001"],
+                 ["at", "1"], ["diff", "1"], ["stats"], ["verify"], ["show", "--at", "3"]]
+OPERATIONS = st.one_of(
+    st.builds(lambda text: {"type": "ADD", "text": text, "section": "OTHERS"}, st.text(min_size=1, max_size=30)),
+    st.builds(lambda n, text: {"type": "UPDATE", "target_id": f"oth-{n:03d}", "text": text},
+              st.integers(1, 4), st.text(min_size=1, max_size=30)),
+    st.builds(lambda n: {"type": "DELETE", "target_id": f"oth-{n:03d}"}, st.integers(1, 4)),
+)
+
+
+@settings(max_examples=int(os.environ.get("PLAYBOOK_DAMAGE_EXAMPLES", "10")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(transactions=st.lists(st.lists(OPERATIONS, min_size=1, max_size=3), min_size=1, max_size=6),
+       cut=st.integers(0, 6), data=st.data())
+def test_reads_and_the_hook_after_the_log_is_cut_back_keep_every_byte(transactions, cut, data):
+    from playbook.cli import main
+    from playbook.hooks import session_start
+
+    with tempfile.TemporaryDirectory() as root:
+        project = Path(root)
+        repo = PlaybookRepository(project / ".claude")
+        for operations in transactions:
+            repo.append([ApplyOperations(operations)], CAUSE)
+        ends = [0] + [t.end.offset for t in repo.store.read()]
+        log = repo.store.path.read_bytes()[:ends[min(cut, len(ends) - 1)]]
+        repo.store.path.write_bytes(log)
+        snapshot = repo.snapshot_path.read_bytes()
+        for command in data.draw(st.permutations(READ_COMMANDS), label="commands"):
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as err:
+                main([*command, "--project", str(project)])
+            assert "Traceback" not in err.getvalue()
+            with contextlib.redirect_stderr(io.StringIO()):
+                session_start(project)
+            # The log only grew (a reader may take in what it found outside it), and the snapshot's bytes
+            # are still in a file: playbook.json itself, or a copy kept beside it.
+            assert repo.store.path.read_bytes().startswith(log), command
+            kept = [path.read_bytes() for path in repo.claude_dir.glob("playbook.json*")]
+            assert snapshot in kept, (command, sorted(p.name for p in repo.claude_dir.iterdir()))
