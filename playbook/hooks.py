@@ -18,7 +18,7 @@ from eventlog.errors import PlaybookError
 from projections.injection import injection_budget, output_of, plan
 from projections.snapshot import read_snapshot, state_of
 
-from .project import collecting, repository
+from .project import claude_dir, collecting, repository
 from .safe_text import clean
 from .settings import load_settings, never_learn_match
 
@@ -184,6 +184,7 @@ def run_hook(event: str, stdin: Any = None) -> int:
 def _run_hook(event: str, stdin: Any) -> None:
     try:
         payload = read_payload(stdin or sys.stdin)
+        claude_dir(_project(payload))  # a .claude leading out of the project: refused before anything is read
         if event == "SessionStart":
             sys.stdout.buffer.write(session_start(_project(payload)))
             sys.stdout.flush()

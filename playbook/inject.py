@@ -31,8 +31,22 @@ def settings_stamp(project: str) -> str:
     return ":".join(parts)
 
 
+def claude_outside(project: str) -> "str | None":
+    """Where `<project>/.claude` leads when it is a link out of the project, else None.
+
+    A repository can carry `.claude` as a link to any directory of the user's: the playbook
+    is then neither read nor written there. One lstat when it is no link, the common case."""
+    claude_dir = os.path.join(project, ".claude")
+    if not os.path.islink(claude_dir):
+        return None
+    target, base = os.path.realpath(claude_dir), os.path.realpath(project)
+    return None if target == base or target.startswith(os.path.join(base, "")) else target
+
+
 def _fast(claude_dir: str) -> "bytes | None":  # a string: the plugin runs this under any Python 3
     """The hook output if the projection is current, else None."""
+    if claude_outside(os.path.dirname(claude_dir)) is not None:
+        return None
     try:
         # Non-blocking, and a regular file only: a repository can carry this name as a link to
         # /dev/zero (read without end) or to a FIFO (an open that never returns).
@@ -113,6 +127,11 @@ def main() -> int:
     except (OSError, ValueError):
         pass
     claude_dir = os.path.join(os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd(), ".claude")
+    outside = claude_outside(os.path.dirname(claude_dir))
+    if outside is not None:
+        print(f"playbook: {claude_dir!r} is a link to {outside!r}, outside the project: the playbook is not "
+              "read or written there", file=sys.stderr)
+        return 0
     output = _fast(claude_dir)
     if output is None and not os.path.exists(os.path.join(claude_dir, "playbook.events.jsonl")) and not os.path.exists(
         os.path.join(claude_dir, "playbook.json")

@@ -57,7 +57,12 @@ def user_config_dir() -> Path:
 
 
 def settings_path(user: bool, project: Path) -> Path:
-    return (user_config_dir() if user else project / ".claude") / "settings.json"
+    """Claude Code's settings file, the user's or the project's (never through a `.claude` leading out of it)."""
+    if user:
+        return user_config_dir() / "settings.json"
+    from .project import claude_dir
+
+    return claude_dir(project) / "settings.json"
 
 
 def _created_marker(path: Path) -> Path:

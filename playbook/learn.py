@@ -41,7 +41,7 @@ from projections.repository import PlaybookRepository
 
 from .lean import curation_commands, current_plan, lean_settings, sweep_stale
 from .review import cycle_commands
-from .project import repository
+from .project import claude_dir, repository
 from .settings import load_settings, never_learn_match
 from .transcript import TranscriptError, cited_ids, read_transcript
 
@@ -73,7 +73,7 @@ def request_learning(project: Path, hook: str, transcript: str, session: str | N
 
 def spawn_learner(project: Path) -> None:
     """Start `playbook learn --pending` for `project`, detached: it outlives the hook and Claude Code."""
-    log_path = project / ".claude" / LEARN_LOG
+    log_path = claude_dir(project) / LEARN_LOG
     with os.fdopen(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE), "ab") as log:
         subprocess.Popen(
             # -I: the learner runs in the project's directory, whose own `playbook/` must not be imported.
@@ -85,7 +85,7 @@ def spawn_learner(project: Path) -> None:
 
 @contextmanager
 def learning_lock(project: Path) -> Iterator[None]:
-    fd = os.open(project / ".claude" / LEARN_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
+    fd = os.open(claude_dir(project) / LEARN_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

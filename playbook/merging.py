@@ -17,6 +17,7 @@ from projections.merge import MergeOutcome, merge_logs, write_merged
 from projections.repository import PlaybookRepository
 from projections.snapshot import read_snapshot, state_of
 
+from .project import claude_dir
 from .safe_text import clean
 from .share import ensure_registered
 
@@ -81,7 +82,7 @@ def after_git(project: Path) -> str | None:
     (another branch, a merge, a rebase): it is derived, so it is removed and rebuilt, never
     taken for a hand edit or a legacy file. Returns a line to show, or None."""
     ensure_registered(project)
-    repo = PlaybookRepository(project / ".claude")
+    repo = PlaybookRepository(claude_dir(project))
     found = read_snapshot(repo.snapshot_path)
     has_log = repo.store.exists()
     if found is not None and found.snapshot is not None and found.snapshot.log is not None:

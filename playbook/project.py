@@ -7,7 +7,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from eventlog.errors import PlaybookError
 from projections.repository import PlaybookRepository
+
+from .inject import claude_outside
+
+
+class OutsideProject(PlaybookError):
+    """The project's `.claude` is a link that leads out of the project."""
 
 
 def get_project_dir() -> Path:
@@ -17,7 +24,14 @@ def get_project_dir() -> Path:
 
 
 def claude_dir(project: Path | None = None) -> Path:
-    return (project or get_project_dir()) / ".claude"
+    """`<project>/.claude`; refused (`OutsideProject`) when it is a link leading out of the project, so
+    nothing of the playbook is ever read or written in a directory a repository points it to."""
+    root = project or get_project_dir()
+    outside = claude_outside(str(root))
+    if outside is not None:
+        raise OutsideProject(f"{root / '.claude'} is a link to {outside}, outside the project: the playbook is "
+                             "not read or written there")
+    return root / ".claude"
 
 
 _collecting: list[list[PlaybookRepository]] = []

@@ -62,9 +62,19 @@ def settings_stamp(project: str) -> str:
     return ":".join(parts)
 
 
+def _outside(claude_dir: str, project: str) -> bool:
+    """`inject.claude_outside`, with the standard library alone: `.claude` is a link out of the project."""
+    if not os.path.islink(claude_dir):
+        return False
+    target, base = os.path.realpath(claude_dir), os.path.realpath(project)
+    return not (target == base or target.startswith(os.path.join(base, "")))
+
+
 def _index(project: str) -> bytes | None:
     """The index after its header, if it reflects the log and settings as they are now."""
     claude_dir = os.path.join(project, ".claude")
+    if _outside(claude_dir, project):  # nothing is read there; SessionStart says why
+        return None
     # Non-blocking, and a regular file only: a repository can carry this name as a link to a FIFO
     # (an open that never returns) or to a device.
     with os.fdopen(os.open(os.path.join(claude_dir, RECALL_NAME), os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:

@@ -68,3 +68,66 @@ def test_learner_files_are_not_created_through_a_link(tmp_path: Path, name: str)
             with learning_lock(project):
                 pass
     assert not (tmp_path / "home" / ".bash_login").exists()
+
+
+# --- a `.claude` that is itself a link -------------------------------------------------------------------
+
+
+def _linked_out(tmp_path: Path) -> tuple[Path, Path, dict[str, bytes]]:
+    """A project whose `.claude` links to another project's, which holds a playbook: what it holds, byte for byte."""
+    from eventlog.decide import ApplyOperations
+    from eventlog.events import Cause
+    from projections.repository import PlaybookRepository
+
+    other = tmp_path / "other" / ".claude"
+    PlaybookRepository(other).append([ApplyOperations([{"type": "ADD", "text": "the other project's secret"}])],
+                                     Cause(source="test"))
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".claude").symlink_to(other, target_is_directory=True)
+    return project, other, _files(other)
+
+
+def _files(directory: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def _hook(project: Path, *command: str, stdin: bytes) -> subprocess.CompletedProcess[bytes]:
+    env = {**os.environ, "CLAUDE_PROJECT_DIR": str(project), "HOME": str(project.parent / "home"),
+           "PLAYBOOK_UPDATE_ON_EXIT": "1"}
+    return subprocess.run(list(command), input=stdin, capture_output=True, env=env, cwd=project, timeout=60)
+
+
+def test_a_claude_directory_linked_out_of_the_project_is_neither_read_nor_written(tmp_path: Path) -> None:
+    project, other, before = _linked_out(tmp_path)
+    config = project.parent / "home" / ".claude" / "projects"
+    config.mkdir(parents=True)
+    (config / "t.jsonl").write_text('{"type": "user", "message": {"content": "hi"}}\n')
+    session = b'{"session_id": "s1", "transcript_path": "%s", "reason": "exit"}' % str(config / "t.jsonl").encode()
+    runs = {
+        "inject.py": _hook(project, sys.executable, "-I", "-S", str(ROOT / "playbook" / "inject.py"), stdin=b"{}"),
+        "recall.py": _hook(project, sys.executable, "-I", "-S", str(ROOT / "playbook" / "recall.py"),
+                           stdin=b'{"prompt": "the other project secret"}'),
+        "SessionStart": _hook(project, sys.executable, "-I", "-m", "playbook", "hook", "SessionStart", stdin=b"{}"),
+        "SessionEnd": _hook(project, sys.executable, "-I", "-m", "playbook", "hook", "SessionEnd", stdin=session),
+    }
+    for name, done in runs.items():
+        assert (done.returncode, done.stdout) == (0, b""), (name, done)
+        if name != "recall.py":  # recall is an extra: SessionStart says why there is nothing
+            assert done.stderr.count(b"\n") == 1 and b"outside the project" in done.stderr, (name, done.stderr)
+    for command in (["show"], ["import", str(tmp_path / "none.json")], ["install"]):
+        done = _hook(project, sys.executable, "-I", "-m", "playbook", *command, stdin=b"")
+        assert done.returncode == 1 and done.stdout == b"", (command, done)
+        assert done.stderr.count(b"\n") == 1 and b"outside the project" in done.stderr, (command, done.stderr)
+    assert _files(other) == before  # nothing written, created or moved there
+    assert not (project.parent / "home" / ".claude" / "settings.json").exists()
+
+
+def test_a_claude_directory_linked_inside_the_project_is_used(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "config" / "claude").mkdir(parents=True)
+    (project / ".claude").symlink_to("config/claude", target_is_directory=True)
+    request_learning(project, "SessionEnd", "/t", "s1")
+    assert (project / "config" / "claude" / "playbook.events.jsonl").exists()
+    done = _hook(project, sys.executable, "-I", "-S", str(ROOT / "playbook" / "inject.py"), stdin=b"{}")
+    assert done.returncode == 0 and done.stderr == b"", done
