@@ -14,6 +14,7 @@ file is recovered once.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Final
 
@@ -49,8 +50,9 @@ class Recovered(msgspec.Struct):
 def recover(repo: PlaybookRepository, file: str | None = None) -> Recovered:
     """Replay what the kept file `file` (default: playbook.json if it is ahead of the log, else the newest
     `playbook.json.ahead-*`) changed beyond the log, as one transaction."""
+    the_snapshot = file is not None and os.path.abspath(file) == os.path.abspath(repo.snapshot_path)
     repo.refresh(writing=True)  # a playbook.json ahead of the log is recorded and kept aside first
-    path = Path(file) if file is not None else _newest_kept(repo)
+    path = Path(file) if file is not None and not the_snapshot else _newest_kept(repo)
     found = read_snapshot(path)
     if found is None:
         raise RecoverError(f"{path}: no such file")

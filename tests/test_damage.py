@@ -238,6 +238,19 @@ def test_a_writer_records_then_keeps_a_snapshot_ahead_of_the_log_and_recover_tak
     assert kept[0].read_bytes() == snapshot and verify(repo).ok
 
 
+def test_recover_of_playbook_json_itself_keeps_it_aside_first_then_takes_it_back(tmp_path):
+    repo = _five_transactions(tmp_path)
+    snapshot = repo.snapshot_path.read_bytes()
+    _cut_after(repo, 3)
+    recovered = run_cli(tmp_path, "recover", str(repo.snapshot_path), "--json")
+    assert recovered.returncode == 0, recovered
+    kept = list(repo.claude_dir.glob("playbook.json.ahead-*"))
+    assert [path.read_bytes() for path in kept] == [snapshot]
+    assert json.loads(recovered.stdout)["file"] == str(kept[0]) and "kept as" in recovered.stderr
+    assert sorted(kp.text for _, kp in repo.current()[0].entries()) == [f"lesson {n}" for n in range(5)]
+    assert verify(repo).ok
+
+
 def test_a_snapshot_of_another_history_is_left_by_readers_and_kept_by_writers(tmp_path):
     from eventlog.store import JsonlEventStore
 
