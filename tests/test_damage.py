@@ -41,6 +41,15 @@ def run_cli(project: Path, *args: str, stdin: str = "") -> subprocess.CompletedP
                           env=child_env(), capture_output=True, text=True, timeout=120)
 
 
+def run_main(project: Path, *args: str) -> subprocess.CompletedProcess:
+    """`playbook ARGS --project PROJECT` run in this process, its output captured as `run_cli` does."""
+    from playbook.cli import main
+
+    with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()) as err:
+        code = main([*args, "--project", str(project)])
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+
+
 # --- leftovers of a kill ------------------------------------------------------------------------------
 
 CHECKPOINTER = r'''
@@ -192,12 +201,12 @@ def test_a_snapshot_ahead_of_a_shortened_log_is_never_overwritten_by_a_reader_an
     snapshot = repo.snapshot_path.read_bytes()
     log = _cut_after(repo, 2)
     for command in READERS:
-        result = run_cli(tmp_path, *command)
+        result = run_main(tmp_path, *command)  # in this process: the hook below is the real one
         _no_traceback(result)
         said = [line for line in result.stderr.splitlines() if "ahead of the log" in line]
         assert len(said) == 1 or (command == ["verify"] and "ahead of the log" in result.stdout), (command, result)
         assert repo.snapshot_path.read_bytes() == snapshot and repo.store.path.read_bytes() == log, command
-    shown = json.loads(run_cli(tmp_path, "show", "--json").stdout)
+    shown = json.loads(run_main(tmp_path, "show", "--json").stdout)
     assert [e["text"] for e in shown["sections"]["OTHERS"]] == ["lesson 0", "lesson 1"]  # the log's playbook
 
     hooked = session_start(tmp_path)
