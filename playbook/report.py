@@ -76,19 +76,25 @@ def proposal_lines(proposals: list, style: Style, heading: str | None = None) ->
 
 
 def decision_lines(decisions: list, style: Style) -> list[str]:
-    """What review actions did: outcome, id, reason, transaction; an accept's events below it."""
+    """What review actions did: outcome, id, reason, transaction; below the decisions that share a
+    transaction, its events once (an accept's, so what it changed is seen)."""
     lines: list[str] = []
-    shown: set[str | None] = set()
-    for decision in decisions:
-        reason = f": {clean(decision.reason)}" if decision.reason else ""
-        colour = {"accepted": "green", "held": "magenta"}.get(decision.outcome, "red")
-        tx = f"  (tx {decision.tx})" if decision.tx else ""
-        lines.append(f"{style.paint(decision.outcome, colour)} {clean(decision.id)}{reason}{tx}")
-        # Proposals accepted together share one transaction: its events are listed once, under the first.
-        if decision.outcome == "accepted" and decision.tx not in shown:
-            shown.add(decision.tx)
-            for event in decision.events:
+    index = 0
+    while index < len(decisions):
+        tx = decisions[index].tx
+        end = index + 1
+        while end < len(decisions) and tx is not None and decisions[end].tx == tx:
+            end += 1
+        together = decisions[index:end]
+        for decision in together:
+            reason = f": {clean(decision.reason)}" if decision.reason else ""
+            colour = {"accepted": "green", "held": "magenta"}.get(decision.outcome, "red")
+            shown_tx = f"  (tx {decision.tx})" if decision.tx else ""
+            lines.append(f"{style.paint(decision.outcome, colour)} {clean(decision.id)}{reason}{shown_tx}")
+        if any(decision.outcome == "accepted" for decision in together):
+            for event in together[0].events:
                 lines.extend(event_lines(event, style, verbose=False, indent=4))
+        index = end
     return lines
 
 
