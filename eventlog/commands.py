@@ -12,7 +12,7 @@ import msgspec
 
 from .collapse import HoldCuration
 from .domain import PlaybookState
-from .values import Origin
+from .values import Backend, CallOutcome, ModelRole, Origin
 
 
 class SkipReason:
@@ -184,8 +184,42 @@ class ExpireProposals(msgspec.Struct, frozen=True, kw_only=True):
     max_age_days: float
 
 
+class ModelCall(msgspec.Struct, frozen=True, kw_only=True):
+    """One attempt of a model call, as the learner measured it (see `ModelCallRecorded`)."""
+
+    role: ModelRole
+    model: str
+    backend: Backend
+    attempt: int
+    outcome: CallOutcome
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    latency_ms: int = 0
+    error: str | None = None
+    cost_usd: float | None = None
+
+
+class RecordModelCalls(msgspec.Struct, frozen=True):
+    """Record what each model call of a cycle used, in the cycle's own transaction."""
+
+    calls: list[ModelCall]
+
+
+class DeferLearning(msgspec.Struct, frozen=True, kw_only=True):
+    """Leave a pending request pending for now, recording why (the daily token budget is spent)."""
+
+    request: str
+    reason: str
+    transcript: str = ""
+    used_tokens: int = 0
+    budget_tokens: int = 0
+
+
 Command = Union[
     ApplyOperations, AddNewKeyPoints, Evaluate, Prune, ImportLegacy, RecordUnreadableFile, ReplaceContent,
     RequestLearning, CompleteLearning, FailLearning, SkipLearning, SweepStale, MergeDuplicates, HoldCuration,
-    SwitchPlaybook, ProposeOperations, AcceptProposal, RejectProposal, ExpireProposals,
+    SwitchPlaybook, ProposeOperations, AcceptProposal, RejectProposal, ExpireProposals, RecordModelCalls,
+    DeferLearning,
 ]

@@ -22,12 +22,12 @@ from .events import KeyPointImported, KeyPointMarkedStale, KeyPointMoved, KeyPoi
 from .events import KeyPointUpdated, LearningCompleted, LearningFailed, LearningRequested, LearningSkipped
 from .events import OperationSkipped, PlaybookImported, ProposalAccepted, ProposalExpired, ProposalRecorded
 from .events import ProposalRejected, SectionReordered, VersionSet
-from .events import LearningGivenUp, PlaybookDisabled, PlaybookEnabled
+from .events import LearningGivenUp, PlaybookDisabled, PlaybookEnabled, LearningDeferred, ModelCallRecorded
 from .collapse import HoldCuration
 from .commands import AddNewKeyPoints, ApplyOperations, Command, CompleteLearning, Evaluate, FailLearning
 from .commands import ImportLegacy, MergeDuplicates, Prune, RecordUnreadableFile, ReplaceContent, RequestLearning
 from .commands import AcceptProposal, ExpireProposals, ProposeOperations, RejectProposal, SkipLearning, SkipReason
-from .commands import SweepStale, SwitchPlaybook
+from .commands import SweepStale, SwitchPlaybook, RecordModelCalls, DeferLearning
 from .evolve import apply, fold
 from .legacy import NormalizedPlaybook, normalize_playbook, to_jsonable
 from .values import Origin, SkipKind, SkipReasonName
@@ -36,8 +36,8 @@ __all__ = [  # the commands, re-exported: callers import them with decide
     "AcceptProposal", "AddNewKeyPoints", "ApplyOperations", "Command", "CompleteLearning", "Evaluate",
     "ExpireProposals", "FailLearning", "HoldCuration", "ImportLegacy", "MergeDuplicates", "ProposeOperations",
     "Prune", "RecordUnreadableFile", "RejectProposal", "ReplaceContent", "RequestLearning", "SkipLearning",
-    "SkipReason", "SweepStale", "SwitchPlaybook", "content_state", "decide", "decide_all", "import_events",
-    "proposal_conflict",
+    "SkipReason", "SweepStale", "SwitchPlaybook", "RecordModelCalls", "DeferLearning", "content_state", "decide",
+    "decide_all", "import_events", "proposal_conflict",
 ]
 
 MAX_OPERATIONS = 10
@@ -538,6 +538,17 @@ def _expire_proposals(d: _Decision, command: ExpireProposals) -> None:
                                    max_age_days=command.max_age_days))
 
 
+def _record_model_calls(d: _Decision, command: RecordModelCalls) -> None:
+    for call in command.calls:
+        d.emit(ModelCallRecorded(**msgspec.structs.asdict(call)))
+
+
+def _defer_learning(d: _Decision, command: DeferLearning) -> None:
+    if command.request in d.state.pending:
+        d.emit(LearningDeferred(request=command.request, reason=command.reason, transcript=command.transcript,
+                                used_tokens=command.used_tokens, budget_tokens=command.budget_tokens))
+
+
 _HANDLERS: dict[type, Callable[[_Decision, Any], None]] = {
     ApplyOperations: _apply_operations,
     AddNewKeyPoints: _add_new_key_points,
@@ -558,4 +569,6 @@ _HANDLERS: dict[type, Callable[[_Decision, Any], None]] = {
     AcceptProposal: _accept_proposal,
     RejectProposal: _reject_proposal,
     ExpireProposals: _expire_proposals,
+    RecordModelCalls: _record_model_calls,
+    DeferLearning: _defer_learning,
 }

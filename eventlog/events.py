@@ -271,6 +271,39 @@ class LearningSkipped(Event, frozen=True, kw_only=True, tag="LearningSkipped"):
     through_line: int | None = None
 
 
+class ModelCallRecorded(Event, frozen=True, kw_only=True, tag="ModelCallRecorded"):
+    """One attempt of one model call and what it used, failed attempts included.
+
+    role: reflector | curator | extraction. backend: see `eventlog.values.Backend`.
+    outcome: ok | error | cancelled (the cycle's deadline). Tokens are as the backend reported
+    them (0 when it reported none); `cost_usd` only when the backend reported a cost itself.
+    """
+
+    role: str
+    model: str
+    backend: str
+    attempt: int
+    outcome: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    latency_ms: int = 0
+    error: str | None = None
+    cost_usd: float | None = None
+
+
+class LearningDeferred(Event, frozen=True, kw_only=True, tag="LearningDeferred"):
+    """A learning request skipped for now, not closed: it stays pending and runs when `reason` no longer holds
+    (the daily token budget: the next UTC day, or at once when the budget is ignored)."""
+
+    request: str
+    reason: str
+    transcript: str = ""
+    used_tokens: int = 0
+    budget_tokens: int = 0
+
+
 class BranchesMerged(Event, frozen=True, kw_only=True, tag="BranchesMerged"):
     """Two logs that share an ancestor were merged.
 

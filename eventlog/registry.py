@@ -78,6 +78,8 @@ REGISTRY: tuple[EventType, ...] = (
     # earlier transaction is not held up by it).
     EventType(ev.KeyPointMarkedStale, "stale", h.marked_stale, ("name",), cites=("name",)),
     EventType(ev.CurationHeld, "held", h.skipped, (), cites=("operations",)),
+    EventType(ev.ModelCallRecorded, "model-call", h.housekeeping, ()),
+    EventType(ev.LearningDeferred, "deferred", h.housekeeping, (), family="learning"),
     # A merge's records change nothing in the playbook: the events replayed beside them did.
     EventType(ev.BranchesMerged, "branches-merged", h.housekeeping, ()),
     EventType(ev.MergeConflictResolved, "conflict", h.housekeeping, (), cites=("name",)),

@@ -211,20 +211,27 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
     from .lean import usage_lines, usage_rows
 
+    from eventlog.store import LogReader
+    from projections.usage import usage_report
+
+    from . import cost_report
+
     repo = repository(project_dir(args))
     result = stats(repo)
     state = repo.current()[0]
     from .backend import describe, model_config
 
     result.backend = describe(model_config())
+    spent = usage_report(LogReader(repo.log_path))
     if args.json:
         import msgspec
 
         _out_json({**changes.stats_json(result), "sessions": state.sessions,
-                   "usage": msgspec.to_builtins(usage_rows(state))})
+                   "usage": msgspec.to_builtins(usage_rows(state)), "model_usage": cost_report.usage_json(spent)})
     else:
         style = _style()
-        _out(changes.stats_lines(result, style) + usage_lines(state, style.width))
+        _out(changes.stats_lines(result, style) + usage_lines(state, style.width)
+             + cost_report.usage_lines(spent, style))
     return 0
 
 

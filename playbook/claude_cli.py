@@ -23,6 +23,9 @@ import json
 import os
 import signal
 import tempfile
+from typing import Any
+
+import msgspec
 
 from .backend import ModelConfig
 
@@ -37,8 +40,41 @@ _SESSION_ENV = ("CLAUDECODE", "CLAUDE_PROJECT_DIR", "CLAUDE_ENV_FILE", "CLAUDE_P
                 "CLAUDE_PLUGIN_ROOT", "CLAUDE_PLUGIN_DATA", "CLAUDE_EFFORT", "AI_AGENT")
 
 
+USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+class CliAnswer(msgspec.Struct, frozen=True):
+    """The text of an answer, and what the child session used as its JSON reports it."""
+
+    text: str
+    usage: dict[str, int] = {}
+    cost_usd: float | None = None
+    model: str | None = None
+    """The model that answered, when the JSON names exactly one."""
+
+
 class CliError(Exception):
-    """The CLI could not be run, failed, or gave no usable answer (message for the log, no secrets)."""
+    """The CLI could not be run, failed, or gave no usable answer (message for the log, no secrets).
+
+    `spent` is what the child session reported it used before failing, when it reported anything."""
+
+    def __init__(self, message: str, spent: CliAnswer | None = None) -> None:
+        super().__init__(message)
+        self.spent = spent
+
+
+def _spent(result: dict[str, Any], text: str = "") -> CliAnswer:
+    """What `--output-format json`'s `usage`, `total_cost_usd` and `modelUsage` say the session used."""
+    raw = result.get("usage")
+    usage = {field: value for field in USAGE_FIELDS
+             if isinstance(raw, dict) and isinstance(value := raw.get(field), int) and not isinstance(value, bool)
+             and value >= 0}
+    cost = result.get("total_cost_usd")
+    models = result.get("modelUsage")
+    model = next(iter(models)) if isinstance(models, dict) and len(models) == 1 else None
+    return CliAnswer(text=text, usage=usage,
+                     cost_usd=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None,
+                     model=model if isinstance(model, str) else None)
 
 
 def command(config: ModelConfig) -> list[str]:
@@ -57,7 +93,7 @@ def child_env() -> dict[str, str]:
     return env
 
 
-def _answer(stdout: bytes, stderr: bytes, returncode: int) -> str:
+def _answer(stdout: bytes, stderr: bytes, returncode: int) -> CliAnswer:
     try:
         result = json.loads(stdout.decode("utf-8", "replace"))
     except ValueError:
@@ -72,15 +108,20 @@ def _answer(stdout: bytes, stderr: bytes, returncode: int) -> str:
         text = result.get("result")
         if isinstance(text, str) and text.strip():
             detail += f": {text.strip()[:200]}"
-        raise CliError(f"Claude Code answered with an error ({detail})")
+        raise CliError(f"Claude Code answered with an error ({detail})", _spent(result))
     text = result.get("result")
     if not isinstance(text, str):
-        raise CliError("Claude Code's answer has no text result")
-    return text
+        raise CliError("Claude Code's answer has no text result", _spent(result))
+    return _spent(result, text)
 
 
 async def complete(prompt: str, config: ModelConfig, timeout: float = CALL_TIMEOUT) -> str:
     """The model's text reply to `prompt` through `claude -p`. Raises CliError."""
+    return (await ask(prompt, config, timeout)).text
+
+
+async def ask(prompt: str, config: ModelConfig, timeout: float = CALL_TIMEOUT) -> CliAnswer:
+    """The model's reply to `prompt` through `claude -p`, with what it used. Raises CliError."""
     with tempfile.TemporaryDirectory(prefix="playbook-learner-") as workdir:
         try:
             process = await asyncio.create_subprocess_exec(

@@ -40,7 +40,7 @@ def cmd_learn(args: argparse.Namespace) -> int:
     from .safe_text import clean
 
     project = project_dir(args)
-    outcomes = learn_pending(project, retry_now=args.retry)
+    outcomes = learn_pending(project, retry_now=args.retry, ignore_budget=args.ignore_budget)
     for outcome in outcomes:
         print(f"{outcome.request}: {outcome.status}{': ' + clean(outcome.detail) if outcome.detail else ''}")
     waiting = waiting_for_retry(project)
@@ -279,6 +279,8 @@ def build_parser() -> argparse.ArgumentParser:
                        ("enable", "turn injection and learning back on for this project")):
         switch = add(name, cmd_switch, text, parents=plain)
         switch.add_argument("--reason", metavar="TEXT", help="why, kept in the log")
+    learn.add_argument("--ignore-budget", action="store_true",
+                       help="learn even when today's token budget (playbook_daily_token_budget) is spent")
     for name, run, text in (("install", cmd_install, "add the playbook hooks to Claude Code's settings"),
                             ("uninstall", cmd_uninstall, "remove the playbook hooks from Claude Code's settings")):
         sub = add(name, run, text, parents=plain)

@@ -151,6 +151,20 @@ def _learning_skipped(e: ev.LearningSkipped) -> Parts:
     return ".", "learning", f"skipped {clean(e.request)}: {clean(e.reason)}", "blue"
 
 
+def _model_call(e: ev.ModelCallRecorded) -> Parts:
+    tokens = f"{e.input_tokens} in, {e.output_tokens} out"
+    if e.cache_creation_input_tokens or e.cache_read_input_tokens:
+        tokens += f", cache {e.cache_creation_input_tokens} written, {e.cache_read_input_tokens} read"
+    outcome = "" if e.outcome == "ok" else f"  {clean(e.outcome)}{': ' + clean(e.error) if e.error else ''}"
+    detail = (f"{clean(e.role)} via {clean(e.backend)} ({clean(e.model)}), attempt {e.attempt}: {tokens}, "
+              f"{e.latency_ms} ms{outcome}")
+    return "$", "model call", detail, "dim" if e.outcome == "ok" else "red"
+
+
+def _deferred(e: ev.LearningDeferred) -> Parts:
+    return ".", "learning", f"deferred {clean(e.request)}: {clean(e.reason)}", "blue"
+
+
 def _marked_stale(e: ev.KeyPointMarkedStale) -> Parts:
     return "z", "stale", f"{clean(e.name)}  neither rated nor cited in {e.idle_sessions} sessions", "dim"
 
@@ -227,6 +241,7 @@ PARTS: dict[type, Callable[[Any], Parts]] = {
     ev.LearningGivenUp: _given_up, ev.PlaybookDisabled: _disabled, ev.PlaybookEnabled: _enabled,
     ev.ProposalRecorded: _proposed, ev.ProposalAccepted: _accepted, ev.ProposalRejected: _rejected,
     ev.ProposalExpired: _expired,
+    ev.ModelCallRecorded: _model_call, ev.LearningDeferred: _deferred,
     ev.UnknownRecord: _unknown,
 }
 """Each event type's one-line rendering, by its exact type."""

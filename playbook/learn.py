@@ -29,7 +29,9 @@ from pathlib import Path
 
 import msgspec
 
-from eventlog.decide import CompleteLearning, Evaluate, FailLearning, Prune, RequestLearning, SkipLearning, decide
+from eventlog.commands import ModelCall
+from eventlog.decide import CompleteLearning, DeferLearning, Evaluate, FailLearning, Prune, RecordModelCalls
+from eventlog.decide import RequestLearning, SkipLearning, decide
 from eventlog.decide import decide_all
 from eventlog.domain import PendingLearning, PlaybookState
 from eventlog.errors import PlaybookError
@@ -54,7 +56,7 @@ LEARN_LOG = "playbook.learn.log"
 
 
 class Outcome(msgspec.Struct, frozen=True):
-    """What one cycle did: completed | failed | skipped | gone (finished elsewhere)."""
+    """What one cycle did: completed | failed | skipped | deferred (the daily budget) | gone (finished elsewhere)."""
 
     request: str
     status: str
@@ -132,10 +134,12 @@ def _due(pending: PendingLearning) -> bool:
     return due is None or due <= datetime.now(timezone.utc)
 
 
-def learn_pending(project: Path, retry_now: bool = False) -> list[Outcome]:
+def learn_pending(project: Path, retry_now: bool = False, ignore_budget: bool = False) -> list[Outcome]:
     """Run every pending learning request of `project` that is due, oldest first, one at a time.
 
-    A request whose last cycle failed waits for its retry delay, unless `retry_now`.
+    A request whose last cycle failed waits for its retry delay, unless `retry_now`. Once the
+    day's token budget is spent, the requests left are deferred (recorded once a day each, and
+    left pending) unless `ignore_budget`.
     """
     from .notice import update_notice
 
@@ -145,11 +149,15 @@ def learn_pending(project: Path, retry_now: bool = False) -> list[Outcome]:
         done: set[str] = set()
         while True:
             state = repo.state()
-            waiting = [p for p in state.pending.values() if p.request not in done and (retry_now or _due(p))]
+            waiting = sorted((p for p in state.pending.values() if p.request not in done and (retry_now or _due(p))),
+                             key=lambda p: p.requested_at)
             if not waiting:
                 update_notice(project, state)
                 return outcomes
-            pending = min(waiting, key=lambda p: p.requested_at)
+            if not ignore_budget and (spent := budget_spent(repo)) is not None:
+                outcomes.extend(defer(repo, waiting, spent))
+                return outcomes
+            pending = waiting[0]
             done.add(pending.request)
             outcomes.append(run_cycle(repo, pending))
 
@@ -160,17 +168,55 @@ def waiting_for_retry(project: Path) -> list[tuple[PendingLearning, datetime | N
     return [(p, next_try(p)) for p in state.pending.values() if p.attempts]
 
 
+class Spent(msgspec.Struct, frozen=True):
+    """The day's token budget is spent: what was used, of how much, and what was already deferred today."""
+
+    used: int
+    budget: int
+    deferred: frozenset[str]
+
+    @property
+    def reason(self) -> str:
+        return (f"daily token budget reached ({self.used:,} of {self.budget:,} tokens today, UTC); learned "
+                "tomorrow, or now with playbook learn --ignore-budget")
+
+
+def budget_spent(repo: PlaybookRepository) -> Spent | None:
+    """Spent when today's model calls used `playbook_daily_token_budget` tokens or more; None while some is left."""
+    from projections.usage import spent_on
+
+    budget = int(load_settings(repo.claude_dir.parent).playbook_daily_token_budget)
+    if budget <= 0:
+        return None
+    day = spent_on(repo)
+    return Spent(day.tokens, budget, day.deferred) if day.tokens >= budget else None
+
+
+def defer(repo: PlaybookRepository, waiting: list[PendingLearning], spent: Spent) -> list[Outcome]:
+    """Record each waiting request as deferred (once a day), as one transaction; each stays pending."""
+    commands = [DeferLearning(request=p.request, reason=spent.reason, transcript=p.transcript,
+                              used_tokens=spent.used, budget_tokens=spent.budget)
+                for p in waiting if p.request not in spent.deferred]
+    if commands:
+        repo.append(commands, Cause(source="learn:budget"))
+    return [Outcome(p.request, "deferred", spent.reason) for p in waiting]
+
+
 def _finish(repo: PlaybookRepository, command: FailLearning | SkipLearning, pending: PendingLearning,
-            model: str | None = None) -> None:
-    repo.append([command], Cause(source=f"hook:{pending.hook}", session=pending.session, model=model))
+            model: str | None = None, calls: list[ModelCall] | None = None) -> None:
+    """Close `pending` with `command`, and what its model calls used, as one transaction."""
+    usage = [RecordModelCalls(list(calls))] if calls else []
+    repo.append([*usage, command], Cause(source=f"hook:{pending.hook}", session=pending.session, model=model))
 
 
-def _fail(repo: PlaybookRepository, pending: PendingLearning, error: str, path: str, model: str | None) -> Outcome:
-    """Record a failed cycle: pending for a later retry, or given up after `max_attempts()`."""
+def _fail(repo: PlaybookRepository, pending: PendingLearning, error: str, path: str, model: str | None,
+          calls: list[ModelCall] | None = None) -> Outcome:
+    """Record a failed cycle, with what its model calls used: pending for a later retry, or given up after
+    `max_attempts()`."""
     attempt = pending.attempts + 1
     give_up = attempt >= max_attempts()
     _finish(repo, FailLearning(request=pending.request, error=error, transcript=path, attempt=attempt,
-                               give_up=give_up), pending, model)
+                               give_up=give_up), pending, model, calls)
     return Outcome(pending.request, "given up" if give_up else "failed", error)
 
 
@@ -208,20 +254,21 @@ def run_cycle(repo: PlaybookRepository, pending: PendingLearning) -> Outcome:
         _finish(repo, SkipLearning(request=pending.request, reason=NO_BACKEND, transcript=path), pending)
         return Outcome(pending.request, "skipped", NO_BACKEND)
     cited = cited_ids(transcript.messages)
+    calls: list[ModelCall] = []  # every attempt's usage, recorded in this cycle's transaction whatever its end
     try:
         import asyncio  # here, not at the top: the hooks import this module and never need it
 
         reflection, evaluations, curation = asyncio.run(
-            asyncio.wait_for(_ask_models(transcript.messages, state, cited, config), timeout=_deadline())
+            asyncio.wait_for(_ask_models(transcript.messages, state, cited, config, calls), timeout=_deadline())
         )
     except (ModelError, TimeoutError) as exc:
         error = str(exc) or f"no answer within the {_deadline():.0f} s deadline"
-        return _fail(repo, pending, error, path, config.model)
+        return _fail(repo, pending, error, path, config.model, calls)
     except Exception as exc:
         # Anything else a hostile reply provokes is this cycle's failure, recorded: a learner that
         # died here left the request pending, and every later learner would take it first and die too.
         error = f"learning failed: {type(exc).__name__}"
-        return _fail(repo, pending, error, path, config.model)
+        return _fail(repo, pending, error, path, config.model, calls)
 
     lean = lean_settings(repo.claude_dir.parent)
     held: list[str] = []
@@ -229,10 +276,10 @@ def run_cycle(repo: PlaybookRepository, pending: PendingLearning) -> Outcome:
 
     def decider(fresh: PlaybookState) -> list:
         if pending.request not in fresh.pending:
-            return []
+            return decide(fresh, RecordModelCalls(list(calls)))  # finished elsewhere; what was spent still counts
         if fresh.progress.get(path, 0) != start:
-            return decide(fresh, SkipLearning(request=pending.request, reason="transcript learned meanwhile",
-                                              transcript=path))
+            return decide_all(fresh, [RecordModelCalls(list(calls)), SkipLearning(
+                request=pending.request, reason="transcript learned meanwhile", transcript=path)])
         curating, why_held = curation_commands(fresh, evaluations, curation["operations"], lean)
         complete = CompleteLearning(request=pending.request, transcript=path, from_line=start,
                                     through_line=transcript.lines, cited=cited,
@@ -242,13 +289,14 @@ def run_cycle(repo: PlaybookRepository, pending: PendingLearning) -> Outcome:
             # the guard would hold included: each of its operations is the user's to accept or not.
             proposed[:] = [why_held] if why_held else []
             return decide_all(fresh, [
+                RecordModelCalls(list(calls)),
                 *cycle_commands(evaluations, curation["operations"], prefix=pending.request[:8],
                                 request=pending.request, held=why_held, now=utc_now(),
                                 max_age_days=settings.playbook_review_expiry_days),
                 complete,
             ])
         held[:] = [why_held] if why_held else []
-        return decide_all(fresh, [Evaluate(evaluations), *curating, Prune(), complete])
+        return decide_all(fresh, [RecordModelCalls(list(calls)), Evaluate(evaluations), *curating, Prune(), complete])
 
     cause = Cause(source=f"hook:{pending.hook}", session=pending.session, model=config.model,
                   analysis=reflection["analysis"] or None, reasoning=curation["reasoning"] or None)
@@ -260,7 +308,7 @@ def run_cycle(repo: PlaybookRepository, pending: PendingLearning) -> Outcome:
         # Deciding on this reply failed: recorded as this cycle's failure, or the request would stay
         # pending and every later learner would take it first and fail the same way.
         error = f"learning failed while applying the reply: {type(exc).__name__}"
-        return _fail(repo, pending, error, path, config.model)
+        return _fail(repo, pending, error, path, config.model, calls)
     if held:
         print(f"playbook: learning {pending.request}: the curator's reply was held, not applied: {held[0]}",
               flush=True)
@@ -271,10 +319,11 @@ def run_cycle(repo: PlaybookRepository, pending: PendingLearning) -> Outcome:
     return Outcome(pending.request, "completed", f"held: {held[0]}" if held else "")
 
 
-async def _ask_models(messages: list, state: PlaybookState, cited: list[str], config) -> tuple[dict, object, dict]:
+async def _ask_models(messages: list, state: PlaybookState, cited: list[str], config,
+                      calls: list[ModelCall]) -> tuple[dict, object, dict]:
     from .models import curate, reflect
 
-    reflection = await reflect(messages, state, cited, config, as_given=True)
+    reflection = await reflect(messages, state, cited, config, as_given=True, calls=calls)
     # Tags (and the list of them) that are not what they should be go to Evaluate as they are, which
     # records each as skipped (not_an_object, not_a_list); filtered out here, they vanished unseen.
     tags = reflection["bullet_tags"]
@@ -285,5 +334,5 @@ async def _ask_models(messages: list, state: PlaybookState, cited: list[str], co
     ] if isinstance(tags, list) else tags
     # The curator sees the counters after this session's tags.
     tagged = fold(decide(state, Evaluate(evaluations)), state)
-    curation = await curate(reflection, tagged, config, as_given=True)
+    curation = await curate(reflection, tagged, config, as_given=True, calls=calls)
     return reflection, evaluations, curation

@@ -12,15 +12,18 @@ import asyncio
 import json
 import os
 import random
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anthropic
 
+from eventlog.commands import ModelCall
 from eventlog.decide import content_state
 from eventlog.domain import PlaybookState
 from eventlog.errors import PlaybookError
 from eventlog.events import encodable_json
+from eventlog.values import CallOutcome, ModelRole
 from projections.render import format_state, load_template
 
 from .backend import DEFAULT_MODEL, ModelConfig, model_config  # noqa: F401  (part of this module's interface)
@@ -32,6 +35,8 @@ BASE_DELAY = 2.0
 MAX_TOKENS = 4096
 REQUEST_TIMEOUT = 120.0
 MAX_TRANSCRIPT_CHARS = 200_000
+_clock = time.monotonic
+"""What a call's latency is measured with."""
 
 
 class ModelError(PlaybookError):
@@ -68,30 +73,72 @@ def _describe(exc: Exception) -> str:
     return f"{name} (HTTP {status})" if status else name
 
 
-async def complete(prompt: str, config: ModelConfig) -> str:
-    """The model's text reply to `prompt`, retried as the module says. Raises ModelError."""
+def _count(usage: Any, field: str) -> int:
+    value = getattr(usage, field, None)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+async def _through_claude(prompt: str, config: ModelConfig, role: ModelRole, calls: list[ModelCall]) -> str:
+    """The reply through the Claude Code CLI, one call recorded with the usage and cost its JSON reports."""
+    from .claude_cli import CliAnswer, CliError, ask
+
+    def record(spent: CliAnswer | None, started: float, outcome: CallOutcome, error: str | None = None) -> None:
+        usage = spent.usage if spent is not None else {}
+        calls.append(ModelCall(
+            role=role, model=(spent.model if spent is not None and spent.model else config.model), backend="cli",
+            attempt=1, outcome=outcome, latency_ms=round((_clock() - started) * 1000), error=error,
+            cost_usd=spent.cost_usd if spent is not None else None, **usage))
+
+    started = _clock()
+    try:
+        answer = await ask(prompt, config)
+    except CliError as exc:
+        record(exc.spent, started, "error", str(exc))
+        raise ModelError(str(exc)) from exc
+    except asyncio.CancelledError:
+        record(None, started, "cancelled", "deadline")
+        raise
+    record(answer, started, "ok")
+    # ...and never enter the log, whichever way the reply came.
+    return scrub(answer.text)
+
+
+def _measured(role: ModelRole, config: ModelConfig, attempt: int, started: float, reply: Any = None,
+              error: str | None = None, outcome: CallOutcome = "ok") -> ModelCall:
+    """One attempt as a usage record: the tokens the reply reports (none for a failed attempt)."""
+    usage = getattr(reply, "usage", None)
+    return ModelCall(
+        role=role, model=config.model, backend="api", attempt=attempt,
+        outcome=outcome,
+        input_tokens=_count(usage, "input_tokens"), output_tokens=_count(usage, "output_tokens"),
+        cache_creation_input_tokens=_count(usage, "cache_creation_input_tokens"),
+        cache_read_input_tokens=_count(usage, "cache_read_input_tokens"),
+        latency_ms=round((_clock() - started) * 1000), error=error,
+    )
+
+
+async def complete(prompt: str, config: ModelConfig, role: ModelRole = "reflector",
+                   calls: list[ModelCall] | None = None) -> str:
+    """The model's text reply to `prompt`, retried as the module says. Raises ModelError.
+
+    Every attempt, failed or cancelled ones included, is appended to `calls` with what it used."""
     # A lone surrogate (from a transcript, an earlier reply or the playbook) cannot be sent as UTF-8.
     # Secrets never leave the machine: whatever the prompt was built from, it is scrubbed whole here.
     prompt = scrub(encodable_json(prompt))
+    calls = [] if calls is None else calls
     if config.backend == "cli":
-        from .claude_cli import CliError, complete as through_claude
-
-        try:
-            # ...and never enter the log, whichever way the reply came.
-            return scrub(await through_claude(prompt, config))
-        except CliError as exc:
-            raise ModelError(str(exc)) from exc
+        return await _through_claude(prompt, config, role, calls)
     client = anthropic.AsyncAnthropic(api_key=config.api_key, auth_token=config.auth_token,
                                       base_url=config.base_url, max_retries=0, timeout=REQUEST_TIMEOUT)
     try:
         for attempt in range(MAX_RETRIES):
+            started = _clock()
             try:
                 reply = await client.messages.create(
                     model=config.model, max_tokens=MAX_TOKENS, messages=[{"role": "user", "content": prompt}]
                 )
-                # ...and never enter the log: everything the learner records comes from this text.
-                return scrub(_redact(_reply_text(reply), config))
             except anthropic.APIError as exc:
+                calls.append(_measured(role, config, attempt + 1, started, error=_describe(exc), outcome="error"))
                 if not _retryable(exc) or attempt == MAX_RETRIES - 1:
                     raise ModelError(f"model call failed after {attempt + 1} attempt(s): {_describe(exc)}") from exc
                 delay = _retry_after(exc)
@@ -99,11 +146,26 @@ async def complete(prompt: str, config: ModelConfig) -> str:
                     base = _base_delay()
                     delay = base * 2**attempt + random.uniform(0, base / 2)
                 await asyncio.sleep(delay)
+                continue
+            except asyncio.CancelledError:
+                # The cycle's deadline: the call may still be billed, and the record says it was cut.
+                calls.append(_measured(role, config, attempt + 1, started, error="deadline", outcome="cancelled"))
+                raise
             except (ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
                 # A 200 whose body is not a Messages reply (not JSON, a list, nested 100k deep,
                 # `"text": null`): the SDK raises these, not APIError. Unhandled, they killed the
                 # learner and left the request pending for the next learner to die on too.
+                calls.append(_measured(role, config, attempt + 1, started, error=type(exc).__name__,
+                                       outcome="error"))
                 raise ModelError(f"the model's reply could not be read: {type(exc).__name__}") from exc
+            try:
+                text = _reply_text(reply)
+            except ModelError as exc:
+                calls.append(_measured(role, config, attempt + 1, started, reply, error=str(exc), outcome="error"))
+                raise
+            calls.append(_measured(role, config, attempt + 1, started, reply))
+            # ...and never enter the log: everything the learner records comes from this text.
+            return scrub(_redact(text, config))
         raise ModelError("model call failed")  # unreachable: the loop returns or raises
     finally:
         await client.close()
@@ -157,7 +219,7 @@ def _playbook_text(playbook: Playbook) -> str:
 
 
 async def reflect(messages: Sequence[Any], playbook: Playbook, cited_ids: Sequence[str], config: ModelConfig,
-                  as_given: bool = False) -> dict:
+                  as_given: bool = False, calls: list[ModelCall] | None = None) -> dict:
     """The reflector's analysis and tags. Raises ModelError when the reply holds no JSON object.
 
     With `as_given`, `bullet_tags` is what the reply holds, whatever its type (the learner has
@@ -167,7 +229,7 @@ async def reflect(messages: Sequence[Any], playbook: Playbook, cited_ids: Sequen
         playbook=_playbook_text(playbook), cited_ids=", ".join(cited_ids) or "(none)",
         trajectories=render_messages(messages),
     )
-    data = extract_json(await complete(prompt, config))
+    data = extract_json(await complete(prompt, config, "reflector", calls))
     if data is None:
         raise ModelError("the reflector's reply holds no JSON object")
     analysis = data.get("analysis", "")
@@ -176,7 +238,8 @@ async def reflect(messages: Sequence[Any], playbook: Playbook, cited_ids: Sequen
             "bullet_tags": tags if isinstance(tags, list) or as_given else []}
 
 
-async def curate(reflector_output: dict, playbook: Playbook, config: ModelConfig, as_given: bool = False) -> dict:
+async def curate(reflector_output: dict, playbook: Playbook, config: ModelConfig, as_given: bool = False,
+                 calls: list[ModelCall] | None = None) -> dict:
     """The curator's reasoning and operations. Raises ModelError when the reply holds no JSON object.
 
     With `as_given`, `operations` is what the reply holds, whatever its type: the learner hands it
@@ -187,7 +250,7 @@ async def curate(reflector_output: dict, playbook: Playbook, config: ModelConfig
         reflector_output=json.dumps(reflector_output, ensure_ascii=False, indent=2),
         playbook=_playbook_text(playbook),
     )
-    text = await complete(prompt, config)
+    text = await complete(prompt, config, "curator", calls)
     data = extract_json(text)
     if data is None:
         raise ModelError("the curator's reply holds no JSON object")
@@ -233,6 +296,6 @@ async def extract_keypoints(messages: Sequence[Any], playbook: dict) -> dict:
             playbook=json.dumps(build_playbook_dict(playbook), ensure_ascii=False, indent=2),
             trajectories=render_messages(messages),
         )
-        return parse_extraction_reply(await complete(prompt, config))
+        return parse_extraction_reply(await complete(prompt, config, "extraction"))
     except Exception:
         return empty

@@ -5,7 +5,8 @@ playbook_update_on_subagent_stop (all true by default: once installed, every ses
 teaches; learn when a session ends by exiting, by /clear, before a compaction, and from
 each subagent); playbook_never_learn (transcript paths or globs never learned from);
 playbook_review (false: learning records proposals to review instead of changing the
-playbook) and playbook_review_expiry_days (30). The environment variable of the same
+playbook) and playbook_review_expiry_days (30); playbook_daily_token_budget (tokens learning
+may spend per UTC day; 0: no limit). The environment variable of the same
 name in upper case (`PLAYBOOK_UPDATE_ON_EXIT=0`; a list separated by `:`) overrides both
 files. Claude Code's directory is `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
 """
@@ -31,6 +32,8 @@ class Settings(msgspec.Struct, frozen=True):
     playbook_never_learn: tuple[str, ...] = ()
     playbook_review: bool = False
     playbook_review_expiry_days: float = 30.0
+    # tokens learning may spend per UTC day (input, output and cache); 0: no budget. See README for the figure.
+    playbook_daily_token_budget: float = 1_000_000.0
 
 
 SETTINGS_NAME = "playbook.settings.json"

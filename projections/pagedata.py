@@ -7,8 +7,8 @@ transaction (a keyframe: each event is applied with the fold's own `apply` right
 its op is taken), so the page computes the playbook at any point from one keyframe and
 at most one chunk of deltas. No transaction is folded twice.
 
-An event with an integer `input_tokens` (and `output_tokens`, and `cost_usd` when the
-price is known) counts as model usage: the head sums it per UTC day.
+Each `ModelCallRecorded` counts as model usage: the head sums it per UTC day (input tokens
+with the cache's writes and reads, output tokens, and the cost `projections.prices` gives).
 
 Layout of one chunk (JSON): `{"n": index, "first": global index of its first transaction,
 "s": [strings], "k": keyframe, "t": [transaction, ...]}`, transactions oldest first:
@@ -43,6 +43,7 @@ from eventlog.events import (
     KeyPointsMerged,
     KeyPointUpdated,
     LearningCompleted,
+    ModelCallRecorded,
     SectionReordered,
     TransactionCommitted,
     UnknownRecord,
@@ -50,6 +51,8 @@ from eventlog.events import (
 from eventlog.evolve import apply
 from eventlog.registry import SHORT_NAMES, tag_of, touched_names
 from eventlog.store import LogReader
+
+from .prices import cost_of
 
 SECTIONS: tuple[str, ...] = tuple(SECTION_SLUGS)
 _SECTION_INDEX = {name: index for index, name in enumerate(SECTIONS)}
@@ -260,13 +263,12 @@ def _detail(event: Any) -> str | None:
 
 
 def _usage(event: Any) -> tuple[int, int, float] | None:
-    """(input tokens, output tokens, cost in USD) of an event that records a model call's usage."""
-    tokens_in = getattr(event, "input_tokens", None)
-    if not isinstance(tokens_in, int):
+    """(input tokens, cache included; output tokens; cost in USD, 0 when unknown) of a model call's record."""
+    if not isinstance(event, ModelCallRecorded):
         return None
-    tokens_out = getattr(event, "output_tokens", 0)
-    cost = getattr(event, "cost_usd", None)
-    return tokens_in, tokens_out if isinstance(tokens_out, int) else 0, cost if isinstance(cost, (int, float)) else 0.0
+    cost = cost_of(event)
+    tokens_in = event.input_tokens + event.cache_creation_input_tokens + event.cache_read_input_tokens
+    return tokens_in, event.output_tokens, cost if cost is not None else 0.0
 
 
 def build(path: Path, project: str = "", chunk_events: int = CHUNK_EVENTS,

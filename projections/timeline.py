@@ -238,12 +238,15 @@ class Timeline:
 
     # --- transactions ------------------------------------------------------------------------
 
-    def newest(self, n: int | None = None, keep: Any = None) -> list[Transaction]:
-        """Transactions newest first, at most `n`, those for which `keep(transaction)` holds.
+    def newest(self, n: int | None = None, keep: Any = None, since: str | None = None) -> list[Transaction]:
+        """Transactions newest first, at most `n`, those for which `keep(transaction)` holds, and with
+        `since` (an ISO time or its prefix) only those committed at or after it.
 
         Reads the log backwards from its end, so the newest few cost the same on any length."""
         found = []
         for ref in self._refs_from_end():
+            if since is not None and ref.commit.at[:len(since)] < since:
+                break
             transaction = read_transaction(self.path, ref)
             if keep is None or keep(transaction):
                 found.append(transaction)

@@ -36,6 +36,7 @@ __all__ = [
     "reply_error",
     "reply_text",
     "reply_tool_use",
+    "usage_of",
     "request_texts",
     "sse_events",
 ]
@@ -71,6 +72,8 @@ class Reply:
     body: bytes | None = None
     content: list[dict[str, Any]] | None = None
     stop_reason: str | None = None
+    usage: dict[str, int] | None = None
+    """Usage fields that replace the estimated ones (e.g. cache tokens)."""
 
     def blocks(self) -> list[dict[str, Any]]:
         if self.content is not None:
@@ -172,11 +175,23 @@ def request_texts(request_body: Any) -> str:
     return "\n".join(parts)
 
 
-def _message(reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
+def usage_of(reply: Reply, body: dict[str, Any]) -> dict[str, int]:
+    """The usage the fake reports for `reply` to `body`: tokens estimated as characters / 4, or `reply.usage`."""
     blocks = reply.blocks()
     out_text = "".join(b.get("text", "") for b in blocks) + "".join(
         json.dumps(b.get("input")) for b in blocks if b.get("type") == "tool_use"
     )
+    usage = {
+        "input_tokens": _estimate_tokens(request_texts(body)),
+        "output_tokens": _estimate_tokens(out_text),
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
+    return {**usage, **(reply.usage or {})}
+
+
+def _message(reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
+    blocks = reply.blocks()
     return {
         "id": f"msg_fake{next(_ids):06d}",
         "type": "message",
@@ -185,12 +200,7 @@ def _message(reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
         "content": blocks,
         "stop_reason": reply.final_stop_reason(),
         "stop_sequence": None,
-        "usage": {
-            "input_tokens": _estimate_tokens(request_texts(body)),
-            "output_tokens": _estimate_tokens(out_text),
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
-        },
+        "usage": usage_of(reply, body),
     }
 
 
@@ -362,8 +372,10 @@ class _Handler(BaseHTTPRequestHandler):
         elif reply.body is not None:
             self._send(200, reply.body, reply.headers)
         elif body.get("stream") is True:
+            self.server.fake._served(usage_of(reply, body))
             self._stream(reply, body)
         else:
+            self.server.fake._served(usage_of(reply, body))
             self._send_json(200, _message(reply, body), reply.headers)
 
     def _other(self) -> None:
@@ -389,6 +401,8 @@ class FakeAnthropic:
     def __init__(self, responder: Callable[[dict[str, Any]], Reply] | None = None) -> None:
         self.responder: Callable[[dict[str, Any]], Reply] = responder or (lambda body: reply_text("OK."))
         self.requests: list[RecordedRequest] = []
+        self.usage: list[dict[str, int]] = []
+        """The usage of every Messages reply served with status 200, in order (what a client was billed)."""
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)
         self._server: _Server | None = None
@@ -399,6 +413,20 @@ class FakeAnthropic:
         with self._arrived:
             self.requests.append(request)
             self._arrived.notify_all()
+
+    def _served(self, usage: dict[str, int]) -> None:
+        with self._lock:
+            self.usage.append(usage)
+
+    def usage_totals(self) -> dict[str, int]:
+        """Each usage field summed over the replies served so far, and `calls`: how many."""
+        with self._lock:
+            served = list(self.usage)
+        totals = {"calls": len(served)}
+        for usage in served:
+            for key, value in usage.items():
+                totals[key] = totals.get(key, 0) + value
+        return totals
 
     def snapshot(self) -> list[RecordedRequest]:
         """A copy of the requests received so far."""

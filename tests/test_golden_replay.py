@@ -11,6 +11,7 @@ Set UPDATE_GOLDEN=1 to rewrite them after an intended change.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -65,6 +66,9 @@ def _fixed_datetime(clock: Clock) -> type:
 
 def _fix_time_and_ids(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every module of the project that reads the clock or draws a uuid gets a scripted one."""
+    import playbook.models  # noqa: F401 - modules the learner imports lazily read the clock too
+    import projections.usage  # noqa: F401
+
     clock = Clock()
     fixed = _fixed_datetime(clock)
     counter = iter(range(1, 1 << 30))
@@ -77,6 +81,10 @@ def _fix_time_and_ids(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.setattr(module, "datetime", fixed)
         if getattr(module, "uuid", None) is uuid:
             monkeypatch.setattr(module, "uuid", ids)
+    from playbook import models
+
+    # each model call takes 125 ms on this clock, whatever the machine does
+    monkeypatch.setattr(models, "_clock", itertools.count(0, 0.125).__next__)
 
 
 def _models(body: dict):

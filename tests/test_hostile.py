@@ -51,7 +51,7 @@ from eventlog.decide import ApplyOperations
 from eventlog.domain import MAX_COUNTER, MAX_TEXT_LENGTH, SECTION_SLUGS
 from eventlog.events import Cause, KeyPointAdded, KeyPointDeleted, KeyPointEvaluated, KeyPointsMerged, KeyPointUpdated
 from eventlog.events import LearningCompleted, LearningFailed, LearningRequested, LearningSkipped, OperationSkipped
-from eventlog.events import PlaybookImported, UnknownRecord
+from eventlog.events import ModelCallRecorded, PlaybookImported, UnknownRecord
 from eventlog.legacy import normalize_playbook
 from eventlog.store import LogReader
 from playbook import cli
@@ -642,7 +642,9 @@ def test_an_unusable_reply_is_a_recorded_failure_and_changes_nothing(learning_pr
         outcome, events = learn_once(project, tmp_path, api, monkeypatch)
     assert outcome.status == "failed" and outcome.detail
     failed = [e for e in events if isinstance(e, LearningFailed)]
-    assert len(events) == 1 and failed and failed[0].error == outcome.detail
+    calls = [e for e in events if isinstance(e, ModelCallRecorded)]
+    # the failure, and what the calls that led to it used: nothing else
+    assert len(events) == 1 + len(calls) and calls and failed and failed[0].error == outcome.detail
     assert entries(project) == before
     # kept for a retry after its delay, so the next learner does not take it first again at once
     assert [p.attempts for p in PlaybookRepository(project / ".claude").current()[0].pending.values()] == [1]

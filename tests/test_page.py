@@ -22,7 +22,7 @@ import pytest
 
 from eventlog.decide import ApplyOperations, Evaluate
 from eventlog.domain import PlaybookState
-from eventlog.events import Cause, Event, KeyPointAdded
+from eventlog.events import Cause, Event, KeyPointAdded, ModelCallRecorded
 from eventlog.evolve import apply_transaction
 from eventlog.registry import touched_names
 from eventlog.store import LogReader
@@ -31,6 +31,7 @@ from playbook.cli import main
 from playbook.page import write_page
 from playbook.serve import make_server
 from projections.pagedata import build, safe_json
+from projections.prices import estimate
 from projections.repository import PlaybookRepository
 from projections.timeline import Timeline
 
@@ -442,26 +443,19 @@ def test_page_data_comes_from_one_pass_in_chunks(project):
     assert added  # the log has the changes the page shows
 
 
-class ModelCallUsage(msgspec.Struct, frozen=True, kw_only=True, tag="ModelCallUsage"):
-    """A stand-in for a usage record: what the page counts is any event with integer `input_tokens`."""
-
-    seq: int
-    tx: str
-    at: str
-    input_tokens: int
-    output_tokens: int
-    cost_usd: float | None = None
-
-
 def test_usage_events_give_a_cost_per_day_and_the_page_shows_it(browser, project, tmp_path, monkeypatch):
     from projections import pagedata
 
     transactions = list(LogReader(project.repo.log_path))
     last = transactions[-1]
     day = last.commit.at[:10]
-    usage = [ModelCallUsage(seq=0, tx=last.commit.tx, at=last.commit.at, input_tokens=1200, output_tokens=300,
-                            cost_usd=0.0081),
-             ModelCallUsage(seq=0, tx=last.commit.tx, at=last.commit.at, input_tokens=800, output_tokens=100)]
+    # One call whose backend reported its cost, one priced by the table: sonnet, 800 + 200 cache read in, 100 out.
+    usage = [ModelCallRecorded(seq=0, tx=last.commit.tx, at=last.commit.at, role="reflector", model="claude-opus-5-5",
+                               backend="api", attempt=1, outcome="ok", input_tokens=1200, output_tokens=300,
+                               cost_usd=0.0081),
+             ModelCallRecorded(seq=0, tx=last.commit.tx, at=last.commit.at, role="curator", model="claude-sonnet-5-5",
+                               backend="api", attempt=1, outcome="ok", input_tokens=800, output_tokens=100,
+                               cache_read_input_tokens=200)]
     transactions[-1] = type(last)(events=[*last.events, *usage], commit=last.commit, start=last.start, end=last.end)
 
     class Reader:
@@ -476,11 +470,13 @@ def test_usage_events_give_a_cost_per_day_and_the_page_shows_it(browser, project
     write_page(project.repo, page)
     monkeypatch.undo()
     head = json.loads(page.read_text().split('id="pb-head">')[1].split("</script>")[0])
-    assert head["usage"] == [[day, 2, 2000, 400, 0.0081]]
+    table = estimate("claude-sonnet-5-5", 800, 100, cache_read=200)
+    assert table == (800 * 3.00 + 100 * 15.00 + 200 * 0.30) / 1e6
+    assert head["usage"] == [[day, 2, 2200, 400, pytest.approx(0.0081 + table)]]
     open_page(browser, page.as_uri())
     browser.find_element(By.ID, "tab-summary").click()
     cost = browser.find_element(By.ID, "cost").text
-    assert day in cost and "2,000" in cost and "0.0081" in cost
+    assert day in cost and "2,200" in cost and f"{0.0081 + table:.4f}" in cost
     assert console_problems(browser) == []
 
 
