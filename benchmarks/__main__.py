@@ -5,7 +5,8 @@
 Runs, in this order: the hook latencies (benchmarks/hooks.py), fold throughput against
 raw msgspec decoding and the fold's peak memory, append latency (benchmarks/fold.py),
 time travel, `history` and `log -n 20` on a long log (benchmarks/timeline.py), the history
-page's writing and first screen (benchmarks/page.py), the git merge driver on two 100k-event
+page's writing and first screen (benchmarks/page.py), the tokens a learning cycle sends over three
+recorded sessions (benchmarks/condense.py), the git merge driver on two 100k-event
 logs with 1,000 new transactions per side (benchmarks/merge.py), and
 `pytest -q tests/test_crash.py tests/test_stress.py` in a subprocess, whose counts are
 parsed. Progress goes to stderr; the table, one row per figure (what, figure, target,
@@ -232,6 +233,26 @@ def lean(report: Report, mode: dict[str, Any]) -> None:
                sim["held"] == 1 and not sim["harmful_present"])
 
 
+def condense(report: Report, mode: dict[str, Any]) -> None:
+    from benchmarks import condense as bench
+
+    say("tokens per cycle: the reflector's and curator's prompts over three recorded sessions")
+    rows = bench.measure()
+    report.section("tokens per learning cycle (recorded Claude Code sessions; tokens estimated as UTF-8 bytes / 4)")
+    for row in rows:
+        plain, condensed = row["plain"], row["condensed"]
+        what = f"{row['kind']} session ({row['transcript_bytes']:,} B file): reflector plain / condensed"
+        figure = (f"{plain['reflector_bytes']:,} / {condensed['reflector_bytes']:,} B, "
+                  f"{plain['reflector_tokens']:,} / {condensed['reflector_tokens']:,} tk ({row['ratio']:.2f}x)")
+        if row["kind"] == "tool_heavy":
+            report.row(what, figure, f"<= {bench.TARGET_RATIO:g}x", row["ratio"] <= bench.TARGET_RATIO)
+        else:
+            report.row(what, figure, "context")
+        report.row(f"{row['kind']} session: curator; whole cycle sent",
+                   f"{condensed['curator_bytes']:,} B, {condensed['curator_tokens']:,} tk; "
+                   f"{row['cycle_tokens']:,} tk", "context")
+
+
 def page(report: Report, mode: dict[str, Any]) -> None:
     from benchmarks import page as bench
 
@@ -370,6 +391,7 @@ def main(argv: list[str] | None = None) -> int:
         ("fold and append", lambda: fold_and_append(report, mode, args.tmpdir)),
         ("timeline", lambda: timeline(report, mode)),
         ("lean context", lambda: lean(report, mode)),
+        ("tokens per cycle", lambda: condense(report, mode)),
         ("page", lambda: page(report, mode)),
         ("merge", lambda: merge(report, mode)),
     ]

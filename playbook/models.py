@@ -13,20 +13,19 @@ import json
 import os
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import anthropic
 
 from eventlog.commands import ModelCall
-from eventlog.decide import content_state
-from eventlog.domain import PlaybookState
 from eventlog.errors import PlaybookError
 from eventlog.events import encodable_json
 from eventlog.values import CallOutcome, ModelRole
-from projections.render import format_state, load_template
+from projections.render import load_template
 
 from .backend import DEFAULT_MODEL, ModelConfig, model_config  # noqa: F401  (part of this module's interface)
+from .prompting import Playbook, curator_prompt, reflector_prompt, render_messages
 from .replies import build_playbook_dict, extract_json, parse_curator_reply, parse_extraction_reply
 from .scrub import scrub
 
@@ -34,7 +33,6 @@ MAX_RETRIES = 3
 BASE_DELAY = 2.0
 MAX_TOKENS = 4096
 REQUEST_TIMEOUT = 120.0
-MAX_TRANSCRIPT_CHARS = 200_000
 _clock = time.monotonic
 """What a call's latency is measured with."""
 
@@ -196,28 +194,6 @@ def _reply_text(reply: Any) -> str:
                    if getattr(block, "type", "") == "text" and isinstance(text := getattr(block, "text", None), str))
 
 
-def render_messages(messages: Sequence[Any]) -> str:
-    """A transcript as `User:` / `Assistant:` turns, keeping the most recent text when it is long."""
-    turns = []
-    for message in messages:
-        role = message.get("role") if isinstance(message, dict) else getattr(message, "role", "")
-        content = message.get("content") if isinstance(message, dict) else getattr(message, "content", "")
-        # Scrubbed turn by turn as well: cutting a long transcript to its end can leave half a
-        # secret at the cut, which the scrub of the whole prompt would no longer recognise.
-        turns.append(f"{'Assistant' if role == 'assistant' else 'User'}: {scrub(str(content))}")
-    text = "\n\n".join(turns)
-    return text if len(text) <= MAX_TRANSCRIPT_CHARS else "[earlier turns omitted]\n" + text[-MAX_TRANSCRIPT_CHARS:]
-
-
-Playbook = PlaybookState | Mapping[str, Any]
-"""The learner hands its state; the spec's functions hand a playbook dict (read with the legacy rules)."""
-
-
-def _playbook_text(playbook: Playbook) -> str:
-    state = playbook if isinstance(playbook, PlaybookState) else content_state(playbook)[0]
-    return format_state(state) or "(the playbook is empty)"
-
-
 async def reflect(messages: Sequence[Any], playbook: Playbook, cited_ids: Sequence[str], config: ModelConfig,
                   as_given: bool = False, calls: list[ModelCall] | None = None) -> dict:
     """The reflector's analysis and tags. Raises ModelError when the reply holds no JSON object.
@@ -225,10 +201,7 @@ async def reflect(messages: Sequence[Any], playbook: Playbook, cited_ids: Sequen
     With `as_given`, `bullet_tags` is what the reply holds, whatever its type (the learner has
     Evaluate record a value that is not a list, rather than drop it unseen).
     """
-    prompt = load_template("reflector.txt").format(
-        playbook=_playbook_text(playbook), cited_ids=", ".join(cited_ids) or "(none)",
-        trajectories=render_messages(messages),
-    )
+    prompt = reflector_prompt(messages, playbook, cited_ids)
     data = extract_json(await complete(prompt, config, "reflector", calls))
     if data is None:
         raise ModelError("the reflector's reply holds no JSON object")
@@ -246,10 +219,7 @@ async def curate(reflector_output: dict, playbook: Playbook, config: ModelConfig
     to ApplyOperations, which records one that is not a list (a lone operation object, a string)
     as skipped; `parse_curator_reply` would have made it [] without a trace.
     """
-    prompt = load_template("curator.txt").format(
-        reflector_output=json.dumps(reflector_output, ensure_ascii=False, indent=2),
-        playbook=_playbook_text(playbook),
-    )
+    prompt = curator_prompt(reflector_output, playbook)
     text = await complete(prompt, config, "curator", calls)
     data = extract_json(text)
     if data is None:

@@ -33,7 +33,7 @@ class Settings(msgspec.Struct, frozen=True):
     playbook_review: bool = False
     playbook_review_expiry_days: float = 30.0
     # tokens learning may spend per UTC day (input, output and cache); 0: no budget. See README for the figure.
-    playbook_daily_token_budget: float = 1_000_000.0
+    playbook_daily_token_budget: float = 500_000.0
 
 
 SETTINGS_NAME = "playbook.settings.json"

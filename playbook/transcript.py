@@ -20,10 +20,19 @@ Reading never fails on the content of a line: a line that is not a JSON object
 `lines` is where the next read should start (`start_line`): the number of
 complete lines read. A last line without its newline that does not parse yet is
 not counted: Claude Code may be in the middle of appending it.
+
+What is read is condensed for the models (`Caps`; `CONDENSED` by default). The user's
+messages and the assistant's text are kept whole. A tool's output is cut to its head and
+tail with a marker saying how much was cut, and the lines of the cut part that look like
+errors (tracebacks, `Error:`, `FAILED`, ...) are kept; a tool error keeps more. A file's
+contents read by a tool keep only their head. An output that repeats an earlier one word
+for word (the same file read again, the same command run again) is replaced by a line
+saying so. `PLAIN` is the reading before condensing (each output's first 1,000 characters).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -37,10 +46,42 @@ import msgspec
 from eventlog.domain import SECTION_SLUGS
 from eventlog.errors import PlaybookError
 
-__all__ = ["Message", "Transcript", "TranscriptError", "cited_ids", "read_transcript", "without_private"]
+__all__ = ["CONDENSED", "Caps", "Message", "PLAIN", "Transcript", "TranscriptError", "cited_ids", "read_transcript",
+           "without_private"]
 
-TOOL_INPUT_CHARS = 200
-TOOL_RESULT_CHARS = 1000
+
+class Caps(msgspec.Struct, frozen=True, kw_only=True):
+    """How much of each tool call and tool output reaches the models (characters)."""
+
+    tool_input: int = 200
+    """Of a tool call's input (its command, path, pattern, ...), on one line."""
+    tool_result: int = 240
+    """Of a tool's output: its head and tail, two thirds of it the tail (where a command's verdict is)."""
+    tool_error: int = 1200
+    """Of an output the tool marked as an error."""
+    file_read: int = 160
+    """Of a file's contents read by a tool (Read, NotebookRead): its head; the model can read the file again."""
+    error_lines: int = 600
+    """Of the lines of a cut part that look like errors, kept in order."""
+    repeat_min: int = 200
+    """An output of at least this many characters that equals an earlier one is replaced by a back-reference."""
+    collapse_repeats: bool = True
+    head_only: bool = False
+    """Cut to the head alone, without the tail or the error lines (the reading before condensing)."""
+
+
+CONDENSED = Caps()
+PLAIN = Caps(tool_result=1000, tool_error=1000, file_read=1000, error_lines=0, collapse_repeats=False, head_only=True)
+TOOL_INPUT_CHARS = CONDENSED.tool_input
+TOOL_RESULT_CHARS = CONDENSED.tool_result
+_FILE_READERS = frozenset({"Read", "NotebookRead"})
+_LINE_NUMBER = re.compile(r"^ *\d+\t", re.MULTILINE)
+# A line that reports an error (not code that handles one: `except ValueError:`, `class XError`)
+_ERROR_LINE = re.compile(
+    r"^\s*(?:Traceback \(most recent call last\)|[\w.]*(?:Error|Exception|Warning)\b:?|E\s{2,}\S|FAILED\b|ERROR\b"
+    r"|FAIL\b|fatal:|error(?:\[\w+\])?:|panic:)|No such file or directory|[Pp]ermission denied|command not found"
+    r"|[Ee]xit code [1-9]",
+)
 
 # user text that Claude Code writes around local slash commands (/compact, /clear, ...)
 _WRAPPER_PREFIXES = (
@@ -146,11 +187,45 @@ def _truncate(text: str, limit: int) -> str:
     return f"{text[:limit]}… [{len(text) - limit} more chars]"
 
 
+def _cut(text: str, limit: int, caps: Caps, head_only: bool = False) -> str:
+    """`text` within about `limit` characters: its head and tail around a marker, plus the error lines of
+    the part cut out (or its head alone, with `head_only`)."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    if head_only or caps.head_only:
+        return f"{text[:limit]}… [{len(text) - limit:,} more chars]"
+    head = limit // 3
+    tail = limit - head
+    middle = text[head:len(text) - tail]
+    kept: list[str] = []
+    room = caps.error_lines
+    for line in middle.splitlines():
+        line = line.strip()
+        if line and room > 0 and _ERROR_LINE.search(line):
+            line = line[:room]
+            kept.append(line)
+            room -= len(line) + 1
+    errors = "\n".join(kept)
+    marker = f"… [{len(middle):,} chars cut" + (f"; error lines kept:]\n{errors}\n[…] …" if kept else "] …")
+    return f"{text[:head]}{marker}{text[len(text) - tail:]}"
+
+
 def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _tool_use(block: dict[str, Any]) -> str:
+class _Reading:
+    """What reading one transcript remembers across records: the caps, which tool each call id was (and
+    what it read), and the outputs seen so far (to collapse repeats)."""
+
+    def __init__(self, caps: Caps) -> None:
+        self.caps = caps
+        self.calls: dict[str, tuple[str, str]] = {}
+        self.seen: dict[bytes, str] = {}
+
+
+def _tool_use(block: dict[str, Any], reading: _Reading) -> str:
     name = block.get("name") if isinstance(block.get("name"), str) else "?"
     tool_input = block.get("input")
     summary = ""
@@ -168,11 +243,13 @@ def _tool_use(block: dict[str, Any]) -> str:
                     summary = "…"
     elif isinstance(tool_input, str):
         summary = tool_input
-    summary = _truncate(_one_line(summary), TOOL_INPUT_CHARS)
+    summary = _truncate(_one_line(summary), reading.caps.tool_input)
+    if isinstance(block.get("id"), str):
+        reading.calls[block["id"]] = (str(name), summary)
     return f"[tool {name}: {summary}]" if summary else f"[tool {name}]"
 
 
-def _tool_result(block: dict[str, Any]) -> str:
+def _tool_result(block: dict[str, Any], reading: _Reading) -> str:
     content = block.get("content")
     parts: list[str] = []
     if isinstance(content, str):
@@ -186,8 +263,24 @@ def _tool_result(block: dict[str, Any]) -> str:
                     parts.append("[image]")
             elif isinstance(item, str):
                 parts.append(item)
-    label = "tool error" if block.get("is_error") is True else "tool result"
-    text = _truncate("\n".join(parts), TOOL_RESULT_CHARS)
+    error = block.get("is_error") is True
+    label = "tool error" if error else "tool result"
+    whole = "\n".join(parts).strip()
+    caps = reading.caps
+    tool, target = reading.calls.get(str(block.get("tool_use_id")), ("?", ""))
+    if caps.collapse_repeats and len(whole) >= caps.repeat_min:
+        # A file read with line numbers (Read's `   12\t...`) and dumped by `cat` is one dump.
+        bare = _LINE_NUMBER.sub("", whole).strip()
+        key = hashlib.blake2b(bare.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        if (earlier := reading.seen.get(key)) is not None:
+            return f"[{label}: {len(whole):,} characters, the same as the earlier output of {earlier}]"
+        reading.seen[key] = f"{tool} {target}".strip()
+    if error:
+        text = _cut(whole, caps.tool_error, caps)
+    elif tool in _FILE_READERS:
+        text = _cut(whole, caps.file_read, caps, head_only=True)
+    else:
+        text = _cut(whole, caps.tool_result, caps)
     return f"[{label}: {text}]" if text else f"[{label}]"
 
 
@@ -206,7 +299,7 @@ def _is_wrapper(text: str) -> bool:
     return text.lstrip().startswith(_WRAPPER_PREFIXES)
 
 
-def _user_text(content: Any) -> str:
+def _user_text(content: Any, reading: _Reading) -> str:
     if isinstance(content, str):
         return "" if _is_wrapper(content) else without_private(content)
     parts: list[str] = []
@@ -218,7 +311,7 @@ def _user_text(content: Any) -> str:
             if not _is_wrapper(block["text"]):
                 parts.append(without_private(block["text"]))
         elif kind == "tool_result":
-            parts.append(_tool_result(block))
+            parts.append(_tool_result(block, reading))
         elif kind == "image":
             parts.append("[image]")
         elif kind == "document":
@@ -226,7 +319,7 @@ def _user_text(content: Any) -> str:
     return "\n".join(p for p in parts if p.strip())
 
 
-def _assistant_text(content: Any) -> str:
+def _assistant_text(content: Any, reading: _Reading) -> str:
     if isinstance(content, str):
         return content
     parts: list[str] = []
@@ -237,7 +330,7 @@ def _assistant_text(content: Any) -> str:
         if kind == "text" and isinstance(block.get("text"), str):
             parts.append(block["text"])
         elif kind in ("tool_use", "server_tool_use"):
-            parts.append(_tool_use(block))
+            parts.append(_tool_use(block, reading))
         # thinking, redacted_thinking and anything else: not conversation
     return "\n".join(p for p in parts if p.strip())
 
@@ -246,7 +339,7 @@ def _is_conversation(record: dict[str, Any]) -> bool:
     return record.get("type") in ("user", "assistant")
 
 
-def _message(record: dict[str, Any], subagent: bool) -> Message | None:
+def _message(record: dict[str, Any], subagent: bool, reading: _Reading) -> Message | None:
     """The record's message, or None when it is not conversation. Raises _Broken."""
     if not _is_conversation(record):
         return None
@@ -266,7 +359,7 @@ def _message(record: dict[str, Any], subagent: bool) -> Message | None:
     if not isinstance(content, (str, list)):
         raise _Broken("a message without content")
     role = record["type"]
-    text = _user_text(content) if role == "user" else _assistant_text(content)
+    text = _user_text(content, reading) if role == "user" else _assistant_text(content, reading)
     text = _clean(text).strip()
     return Message(role=role, content=text) if text else None
 
@@ -302,8 +395,9 @@ def _open(path: Path) -> Any:
     return handle
 
 
-def read_transcript(path: str | os.PathLike[str], start_line: int = 0, max_line_bytes: int = 1_000_000) -> Transcript:
-    """The conversation in a transcript from line `start_line` (0-based) on.
+def read_transcript(path: str | os.PathLike[str], start_line: int = 0, max_line_bytes: int = 1_000_000,
+                    caps: Caps = CONDENSED) -> Transcript:
+    """The conversation in a transcript from line `start_line` (0-based) on, condensed by `caps`.
 
     Returns the messages, the number of complete lines in the file (the
     `start_line` of the next read), and how many lines from `start_line` on were
@@ -317,6 +411,7 @@ def read_transcript(path: str | os.PathLike[str], start_line: int = 0, max_line_
     messages: list[Message] = []
     broken = 0
     count = 0
+    reading = _Reading(caps)
     handle = _open(path)
     try:
         with handle:
@@ -344,7 +439,7 @@ def read_transcript(path: str | os.PathLike[str], start_line: int = 0, max_line_
                 if subagent is None and _is_conversation(record):
                     subagent = record.get("isSidechain") is True
                 try:
-                    message = _message(record, bool(subagent))
+                    message = _message(record, bool(subagent), reading)
                 except _Broken:
                     broken += 1
                     continue

@@ -270,7 +270,7 @@ def test_tool_summaries_are_short(tmp_path):
     tool_uses, results = (m.content.split("\n") for m in read_transcript(path).messages)
     assert tool_uses[0].startswith("[tool Bash: echo word word") and len(tool_uses[0]) < 260
     assert tool_uses[1:] == ["[tool Read: /a/b.py]", '[tool Mystery: {"z": 1}]']
-    assert results[0].startswith("[tool result: yyy") and "more chars]" in results[0] and len(results[0]) < 1100
+    assert results[0].startswith("[tool result: yyy") and "[4,760 chars cut]" in results[0] and len(results[0]) < 300
     assert results[1:] == ["[tool error: no such file]", "[tool result: [image]]"]
 
 
