@@ -117,6 +117,7 @@ class RecordedRequest:
     path: str  # with the query string, as sent
     headers: dict[str, str]  # lower-cased names
     body: Any  # the parsed JSON body, or None
+    usage: dict[str, int] | None = None  # the usage the fake reported in its 200 reply, if it gave one
 
     @property
     def route(self) -> str:
@@ -372,10 +373,12 @@ class _Handler(BaseHTTPRequestHandler):
         elif reply.body is not None:
             self._send(200, reply.body, reply.headers)
         elif body.get("stream") is True:
-            self.server.fake._served(usage_of(reply, body))
+            request.usage = usage_of(reply, body)
+            self.server.fake._served(request.usage)
             self._stream(reply, body)
         else:
-            self.server.fake._served(usage_of(reply, body))
+            request.usage = usage_of(reply, body)
+            self.server.fake._served(request.usage)
             self._send_json(200, _message(reply, body), reply.headers)
 
     def _other(self) -> None:

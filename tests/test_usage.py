@@ -127,3 +127,28 @@ def test_a_model_of_unknown_price_counts_its_tokens_and_no_guessed_cost(project,
         served = api.usage_totals()
     total = stats_json(project, capsys)["model_usage"]["total"]
     assert total["input_tokens"] == served["input_tokens"] and total["unpriced"] == 2 and total["cost_usd"] == 0
+
+
+def test_calls_through_the_claude_code_cli_record_the_usage_and_cost_its_json_reports(project, tmp_path, monkeypatch,
+                                                                                     capsys):
+    from tests.test_e2e_claude_code import CLAUDE
+    from tests.test_learning_cli import login_env
+
+    if CLAUDE is None:
+        pytest.skip("Claude Code is not installed (npm install @anthropic-ai/claude-code)")
+    home = tmp_path / "home"
+    with FakeAnthropic(scripted({"reflector": [Reply(text=json.dumps(REFLECTION), usage=CACHED)],
+                                 "curator": [reply_text(json.dumps(CURATION))]})) as api:
+        for name, value in login_env(home, api).items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("PLAYBOOK_CLAUDE", str(CLAUDE))
+        request_learning(project, "SessionEnd", str(copy_transcript(tmp_path, "one")), "s1", "other")
+        assert [o.status for o in learn_pending(project)] == ["completed"]
+        served = [r.usage for r in api.message_requests() if r.usage is not None]
+    calls = [e for e in transactions(project)[-1].events if isinstance(e, ModelCallRecorded)]
+    assert [(c.role, c.backend, c.outcome) for c in calls] == [("reflector", "cli", "ok"), ("curator", "cli", "ok")]
+    assert all(c.cost_usd is not None and c.cost_usd > 0 for c in calls)  # Claude Code's own figure
+    total = stats_json(project, capsys)["model_usage"]["total"]
+    for field in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
+        assert total[field] == sum(u[field] for u in served), field
+    assert total["cost_usd"] == pytest.approx(sum(c.cost_usd for c in calls))
