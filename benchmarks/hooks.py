@@ -81,7 +81,9 @@ def measure(runs: int = 40, entries: int = 500) -> dict[str, list[float]]:
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("ANTHROPIC_", "AGENTIC_CONTEXT_")) and k != "PYTHONDONTWRITEBYTECODE"}
         # The whole playbook (no injection budget): the hook's worst case, bytes growing with the playbook.
-        env |= {"CLAUDE_PROJECT_DIR": str(project), "CLAUDE_CONFIG_DIR": str(config), "PLAYBOOK_INJECTION_BUDGET": "0"}
+        env |= {"CLAUDE_PROJECT_DIR": str(project), "CLAUDE_CONFIG_DIR": str(config), "PLAYBOOK_INJECTION_BUDGET": "0",
+                # No model at all (no key, no Claude Code CLI): each learner records a skip and exits.
+                "PLAYBOOK_CLAUDE": ""}
         start_in = json.dumps({"hook_event_name": "SessionStart", "source": "startup", "session_id": "b"}).encode()
         end_in = json.dumps({"hook_event_name": "SessionEnd", "reason": "prompt_input_exit", "session_id": "b",
                              "transcript_path": str(transcript)}).encode()
