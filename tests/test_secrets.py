@@ -18,6 +18,8 @@ from playbook.scrub import find_secrets, scrub
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, reply_text, request_texts
 from tests.secret_corpus import PLANTED, all_planted, code_heavy_text, contexts
+from tests.test_e2e_claude_code import CLAUDE
+from tests.test_learning_cli import store_login
 
 # At most this many findings on an ordinary code-heavy session (the project's own source and docs,
 # about 1.3 MB): each one would hide a piece of a lesson behind a redaction for nothing.
@@ -110,7 +112,13 @@ def _run(args: list[str], env: dict[str, str], stdin: bytes = b"") -> subprocess
                           env=env, timeout=120)
 
 
-def test_a_learning_cycle_sends_records_and_prints_no_planted_secret(tmp_path):
+@pytest.mark.parametrize("backend", ["api", "cli"])
+def test_a_learning_cycle_sends_records_and_prints_no_planted_secret(tmp_path, backend):
+    """With a key, and on a login through the Claude Code CLI: what goes out and what comes back is scrubbed."""
+    if backend == "cli" and CLAUDE is None:
+        if os.environ.get("CI") == "true":
+            raise AssertionError("Claude Code must be installed in CI")
+        pytest.skip("Claude Code is not installed (npm install @anthropic-ai/claude-code)")
     home = tmp_path / "home"
     transcript = home / ".claude" / "projects" / "-proj" / "session.jsonl"
     transcript.parent.mkdir(parents=True)
@@ -123,8 +131,13 @@ def test_a_learning_cycle_sends_records_and_prints_no_planted_secret(tmp_path):
     with FakeAnthropic(_models) as api:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "AGENTIC_CONTEXT_", "PLAYBOOK_"))}
         env |= {"HOME": str(home), "CLAUDE_PROJECT_DIR": str(project), "ANTHROPIC_BASE_URL": api.url,
-                "ANTHROPIC_API_KEY": "sk-test-key", "PLAYBOOK_UPDATE_ON_EXIT": "1",
-                "PLAYBOOK_RETRY_BASE_DELAY": "0.01"}
+                "PLAYBOOK_UPDATE_ON_EXIT": "1", "PLAYBOOK_RETRY_BASE_DELAY": "0.01"}
+        if backend == "api":
+            env["ANTHROPIC_API_KEY"] = "sk-test-key"
+        else:
+            store_login(home / ".claude")
+            env |= {"PLAYBOOK_CLAUDE": str(CLAUDE), "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                    "DISABLE_AUTOUPDATER": "1"}
         env.pop("CLAUDE_CONFIG_DIR", None)
         payload = {"hook_event_name": "SessionEnd", "reason": "prompt_input_exit", "session_id": "s-1",
                    "transcript_path": str(transcript)}
@@ -140,6 +153,7 @@ def test_a_learning_cycle_sends_records_and_prints_no_planted_secret(tmp_path):
             ["history", "ctx-001"], ["stats"], ["verify"])]
         sent = [json.dumps(body) for body in api.message_bodies()]
     assert len(sent) == 2, [o.stderr for o in outputs]
+    assert all(body.get("model") for body in api.message_bodies())
     state = PlaybookRepository(project / ".claude").state()
     assert not state.pending
     texts = [kp.text for _, kp in state.entries()]
