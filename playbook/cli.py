@@ -75,6 +75,26 @@ def cmd_switch(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bootstrap(args: argparse.Namespace) -> int:
+    from .bootstrap import run
+    from .when import parse_moment
+
+    since = None
+    if args.since is not None:
+        since = parse_moment(args.since)
+        if since is None:
+            from .errors import UsageError
+
+            raise UsageError(f"--since {args.since!r} is neither a time (2026-10-01, 2026-10-01T09:00) nor a "
+                             "duration ago (30d, 2w)")
+    if args.limit is not None and args.limit < 0:
+        from .errors import UsageError
+
+        raise UsageError(f"--limit {args.limit} is negative")
+    return run(project_dir(args), dry_run=args.dry_run, limit=args.limit, since=since,
+               ignore_budget=args.ignore_budget)
+
+
 def cmd_install(args: argparse.Namespace) -> int:
     from .install import install, settings_path
 
@@ -281,6 +301,14 @@ def build_parser() -> argparse.ArgumentParser:
         switch.add_argument("--reason", metavar="TEXT", help="why, kept in the log")
     learn.add_argument("--ignore-budget", action="store_true",
                        help="learn even when today's token budget (playbook_daily_token_budget) is spent")
+    boot = add("bootstrap", cmd_bootstrap, "learn from this project's earlier Claude Code sessions, oldest first "
+               "(resumable; never learns a transcript twice)", parents=plain)
+    boot.add_argument("--dry-run", action="store_true",
+                      help="list the sessions it would learn, with size, estimated tokens and cost; send nothing")
+    boot.add_argument("--limit", type=int, metavar="N", help="learn at most N sessions")
+    boot.add_argument("--since", metavar="WHEN", help="only sessions started from WHEN on (a time, or 30d, 2w ago)")
+    boot.add_argument("--ignore-budget", action="store_true",
+                      help="go on when today's token budget (playbook_daily_token_budget) is spent")
     for name, run, text in (("install", cmd_install, "add the playbook hooks to Claude Code's settings"),
                             ("uninstall", cmd_uninstall, "remove the playbook hooks from Claude Code's settings")):
         sub = add(name, run, text, parents=plain)
