@@ -7,7 +7,8 @@ from typing import IO
 
 from .errors import CorruptLogError
 from .events import TransactionCommitted
-from .logformat import DECODE_ERRORS, TAIL, check_line, line_hash, running_after, split_hash, start, text
+from .logformat import (CRC_DIGITS, CRC_TAIL, DECODE_ERRORS, HASH_DIGITS, TAIL, Link, Running, check_line, check_run,
+                        digest_at, extend, h_at, hash_after, previous_commit_end, split_hash, start, upgraded)
 from .positions import Position
 from .registry import record_decoder
 from .store import LogReader
@@ -15,35 +16,70 @@ from .store import LogReader
 
 def hash_at(path: Path, position: Position) -> bool:
     """True when the line ending at `position.offset` is the whole commit record of seq `position.seq`,
-    its `h` chains from the line before it, and the file's chain value after it is `position.hash`.
+    its `h` chains from the lines before it, and the file's chain value after it is `position.hash`.
 
-    Reads that line and the 17 bytes before it, whatever the length of the log: a position
-    passes only when a writer could append after it without building on a damaged line."""
+    Reads that transaction back to the commit line before it (in an old log's CRC-32 part, that
+    line and the 17 bytes before it), whatever the length of the log: a position passes only
+    when a writer could append after it without building on a damaged line."""
     if position.offset == 0:
         return position.hash == ""
-    if position.offset < TAIL:
+    if position.offset < CRC_TAIL:
         return False
     try:
         with open(path, "rb") as handle:
             line, before = _line_ending_at(handle, position.offset)
+            hashed = split_hash(line)
+            if hashed is None or hash_after(line) != position.hash:
+                return False
+            if len(hashed[1]) == HASH_DIGITS:
+                if not _transaction_chained(handle, position.offset - len(line), line):
+                    return False
+            elif not _crc_chained(line, before):
+                return False
     except OSError:
-        return False
-    hashed = split_hash(line)
-    if hashed is None or text(running_after(line, hashed[1])) != position.hash:
-        return False
-    running = 0
-    if before:
-        previous = split_hash(before)
-        if previous is None:
-            return False
-        running = running_after(before, previous[1])
-    if check_line(line[:-1] if line.endswith(b"\n") else line, running) is None:
         return False
     try:
         commit = record_decoder.decode(line)
     except DECODE_ERRORS:
         return False
     return type(commit) is TransactionCommitted and commit.seq == position.seq
+
+
+def _crc_chained(line: bytes, before: bytes) -> bool:
+    """True when CRC-32 line `line` chains from `before`, the last 17 bytes of the line before it."""
+    running: Running = 0
+    if before:
+        previous = split_hash(before)
+        if previous is None or len(previous[1]) != CRC_DIGITS:
+            return False
+        running = extend(before[-CRC_TAIL:], int(previous[1], 16))
+    return check_line(line[:-1] if line.endswith(b"\n") else line, running) is not None
+
+
+def _transaction_chained(handle: IO[bytes], line_start: int, line: bytes) -> bool:
+    """True when commit line `line`, beginning at byte `line_start`, and the lines of its transaction before
+    it chain from the commit line before them."""
+    begin = previous_commit_end(handle, line_start)
+    running: Running = 0
+    if begin:
+        handle.seek(begin - TAIL)
+        tail = handle.read(TAIL)
+        if digest_at(tail, TAIL) is not None:
+            running = start(hash_after(tail))
+        else:
+            h = h_at(tail, TAIL)
+            if h is None:
+                return False
+            running = extend(tail[-CRC_TAIL:], h)
+    handle.seek(begin)
+    lines = handle.read(line_start - begin).splitlines()
+    lines.append(line.rstrip(b"\n"))
+    for number, raw in enumerate(lines):
+        after = check_line(raw, running, opens=number == 0)
+        if after is None:
+            return False
+        running = after
+    return True
 
 
 def _line_ending_at(handle: IO[bytes], end: int) -> tuple[bytes, bytes]:
@@ -61,17 +97,23 @@ def _line_ending_at(handle: IO[bytes], end: int) -> tuple[bytes, bytes]:
             continue
         if at == 0:
             return block, b""
-        if at < TAIL and begin > 0:
-            size += TAIL
+        if at < CRC_TAIL and begin > 0:
+            size += CRC_TAIL
             continue
-        return block[at:], block[max(at - TAIL, 0):at]
+        return block[at:], block[max(at - CRC_TAIL, 0):at]
 
 
 def chained(data: bytes, start_hash: str) -> bool:
-    """True when `data`, whole lines that follow a point whose chain value is `start_hash`, end with a
-    line whose `h` covers every byte of them: one check, so a flipped byte anywhere in them shows."""
-    hashed = split_hash(data[-TAIL:])
-    return hashed is not None and line_hash(start(start_hash), memoryview(data)[:-TAIL]) == hashed[1]
+    """True when `data`, whole transactions that follow a point whose chain value is `start_hash`, end with a
+    commit line and every commit line's `h` covers every byte before it: a flipped byte anywhere in them shows."""
+    running = start(start_hash)
+    if not isinstance(running, Link) and digest_at(data, data.find(b"\n") + 1) is not None:
+        running = upgraded(running)
+    if isinstance(running, Link):
+        with memoryview(data) as view:
+            return check_run(data, view, len(data), running) is not None
+    h = h_at(data, len(data))
+    return h is not None and extend(memoryview(data)[:-CRC_TAIL], running) == h
 
 
 def find_damage(path: Path, until: int | None = None) -> CorruptLogError | None:

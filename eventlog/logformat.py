@@ -1,19 +1,28 @@
 """The log's line format: how a record becomes a line, the chain that links the lines, commit lines.
 
-A line is the record as msgspec encodes it with `,"h":"xxxxxxxx"` spliced in last:
-`h` is the chain's value for the whole file up to that field (see `line_hash`), so a
-line is checked from the value before it, and a run of lines with one call over their
-bytes. A transaction's last line is its `TransactionCommitted`, which always begins
+A line is the record as msgspec encodes it with `,"h":"<32 hex digits>"` spliced in last.
+A transaction's last line is its `TransactionCommitted`, which always begins
 `{"type":"TransactionCommitted"`: commit lines are found by byte search, because a
 newline or a quote inside a JSON string is escaped.
 
-The chain is CRC-32, kept behind `extend`, `line_hash`, `running_after`, `start` and
-`text`: everything that knows the chain's arithmetic is in this module.
+The chain: a line's `h` is the SHA-256, truncated to 128 bits, of the seed followed by
+every byte of its transaction before its own `,"h":` field (the lines before it whole,
+their `h` included). The seed is the `h` of the commit line before the transaction, so a
+commit line's `h` stands for the whole log up to it: a transaction is checked with one
+hash over its bytes, and a position's `hash` is its commit line's `h`.
+
+Logs written before this chain end their lines with an 8-digit CRC-32 of the whole file
+up to the field. They are read as they are: the SHA-256 part begins at the first line
+with a 32-digit `h` (always a transaction's first line), seeded from the CRC-32 part's
+running value there (`boundary_seed`), and no CRC-32 line may follow it. A new log's
+SHA-256 part begins at its first line. Everything that knows the chain's arithmetic is
+in this module.
 """
 
 from __future__ import annotations
 
 import zlib
+from hashlib import sha256
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -25,11 +34,16 @@ from .positions import Position
 from .registry import RECORD_TAGS, record_decoder, unknown_decoder
 
 HASH_KEY = b',"h":"'
-HASH_DIGITS = 8
+HASH_DIGITS = 32
+"""Hex digits of a line's `h`: SHA-256 truncated to 128 bits."""
+CRC_DIGITS = 8
+"""Hex digits of a line's `h` before the boundary: the CRC-32 of the old format."""
 SUFFIX = len(HASH_KEY) + HASH_DIGITS + 2
-"""`,"h":"xxxxxxxx"}`: what follows a line's hashed prefix."""
+"""`,"h":"<32 hex>"}`: what follows a line's hashed prefix."""
 TAIL = SUFFIX + 1
 """The suffix with its newline."""
+CRC_SUFFIX = len(HASH_KEY) + CRC_DIGITS + 2
+CRC_TAIL = CRC_SUFFIX + 1
 COMMIT = b'{"type":"TransactionCommitted"'
 """How every commit line begins."""
 NEWLINE_COMMIT = b"\n" + COMMIT
@@ -38,42 +52,77 @@ SEQ_AT = len(COMMIT) + len(b',"seq":')
 DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError)
 _SEARCH_CHUNK = 4 << 20
 _WINDOW = 64 << 10
+_DIGEST_BYTES = HASH_DIGITS // 2
 
 
 # --- the chain --------------------------------------------------------------------------------------------
 
-extend = zlib.crc32
-"""`extend(data, running)`: the chain's running value after `data`."""
+
+class Link:
+    """The chain's running value in its SHA-256 part: the last commit line's `h` (the seed), and the hash
+    state over the seed and the bytes of the transaction written since."""
+
+    __slots__ = ("seed", "state")
+
+    def __init__(self, seed: bytes, state: Any = None) -> None:
+        self.seed = seed
+        self.state = state if state is not None else sha256(seed)
+
+    def fed(self, data: bytes | bytearray | memoryview) -> Link:
+        """The running value after `data`, more bytes of the open transaction."""
+        state = self.state.copy()
+        state.update(data)
+        return Link(self.seed, state)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Link) and self.seed == other.seed and self.state.digest() == other.state.digest()
+
+    __hash__ = None  # type: ignore[assignment]
 
 
-def start(text_value: str) -> int:
+Running = int | Link
+"""A running value: an int in the CRC-32 part of an old log (0 at the start of every log), a `Link` after."""
+
+
+def boundary_seed(crc: int) -> bytes:
+    """The seed of the SHA-256 part: it binds the first hashed transaction to the CRC-32 part before it.
+
+    A new log has no CRC-32 part: its running value at the start is 0 like an old log's, so
+    every log begins its SHA-256 part the same way, from wherever its CRC-32 lines end."""
+    return sha256(b"playbook chain after crc32 %08x" % crc).digest()[:_DIGEST_BYTES]
+
+
+def upgraded(running: Running) -> Link:
+    """`running` as a SHA-256 running value: a CRC-32 value (at a transaction's start) becomes the boundary."""
+    return running if isinstance(running, Link) else Link(boundary_seed(running))
+
+
+def start(text_value: str) -> Running:
     """The running value a position's `hash` text stands for ("" is the start of the file)."""
-    return int(text_value, 16) if text_value else 0
+    if not text_value:
+        return 0
+    if len(text_value) == HASH_DIGITS:
+        return Link(bytes.fromhex(text_value))
+    return int(text_value, 16)
 
 
-def text(running: int) -> str:
-    """A running value as a position's `hash` text."""
-    return "%08x" % running
+def text(running: Running) -> str:
+    """A running value at a transaction's end as a position's `hash` text."""
+    return running.seed.hex() if isinstance(running, Link) else "%08x" % running
 
 
-def line_hash(running: int, prefix: bytes | bytearray | memoryview) -> int:
-    """The `h` of a line: the CRC-32 of the whole file up to this line's `,"h":` field.
-
-    So every line is checked on its own (from the running value before it), and a whole
-    transaction with one `crc32` over its bytes. It finds cuts, damage, edits and where
-    they are; like any unkeyed checksum it does not stop a deliberate rewrite.
-    """
-    return zlib.crc32(prefix, running)
+def feed(running: Running, data: bytes | bytearray | memoryview) -> Running:
+    """The running value after `data`, bytes of whole lines of the open transaction."""
+    return running.fed(data) if isinstance(running, Link) else zlib.crc32(data, running)
 
 
-def running_after(line: bytes, h: int) -> int:
-    """The file's running value after `line` (with its newline), given the line's own `h`."""
-    return zlib.crc32(line[-TAIL:], h)
+extend = zlib.crc32
+"""`extend(data, running)`: the CRC-32 part's running value after `data`."""
 
 
 def h_at(buffer: Any, end: int) -> int | None:
-    """The `h` of the line ending (after its newline) at `end` of `buffer`, or None when it has none."""
-    if buffer[end - TAIL : end - 11] != HASH_KEY:
+    """The CRC-32 `h` of the line ending (after its newline) at `end` of `buffer`, or None when it has none."""
+    if buffer[end - CRC_TAIL : end - 11] != HASH_KEY:
         return None
     try:
         return int(buffer[end - 11 : end - 3], 16)
@@ -81,32 +130,133 @@ def h_at(buffer: Any, end: int) -> int | None:
         return None
 
 
-def check_line(raw: bytes, running: int) -> int | None:
-    """The running value after line `raw` (without its newline) when its `h` is right, else None."""
-    hashed = split_hash(raw)
-    if hashed is None or hashed[1] != zlib.crc32(hashed[0], running):
+def digest_at(buffer: Any, end: int) -> bytes | None:
+    """The SHA-256 `h` (hex digits) of the line ending (after its newline) at `end` of `buffer`, or None."""
+    if end < TAIL or buffer[end - TAIL : end - TAIL + len(HASH_KEY)] != HASH_KEY:
         return None
-    return zlib.crc32(raw[-SUFFIX:] + b"\n", hashed[1])
+    return bytes(buffer[end - HASH_DIGITS - 3 : end - 3])
+
+
+def digest_of(state: Any) -> bytes:
+    """A hash state's `h` as a line holds it: the first 128 bits of its SHA-256, in lower-case hex."""
+    digits: str = state.hexdigest()
+    return digits[:HASH_DIGITS].encode()
+
+
+def check_run(buffer: Any, chunk: memoryview, end: int, running: Link) -> Link | None:
+    """The running value after `chunk[:end]`, whole lines that end with a commit line, when the `h` of every
+    commit line in them is that of the chain; else None.
+
+    One SHA-256 over each transaction: a commit line's `h` covers every byte of its transaction
+    before it, the `h` of its other lines included, and the commit line before it through the seed.
+    `buffer` is the bytes under `chunk`, for searching."""
+    find = buffer.find
+    if buffer.startswith(COMMIT):
+        at = 0
+    else:
+        at = find(NEWLINE_COMMIT, 0, end) + 1
+        if not at:
+            return None
+    state, begin = running.state.copy(), 0
+    while True:  # one pass per transaction: keep it lean, the fold runs it for every transaction it reads
+        line_end = find(b"\n", at, end) + 1
+        if not line_end or buffer[line_end - TAIL : line_end - TAIL + len(HASH_KEY)] != HASH_KEY:
+            return None
+        state.update(chunk[begin : line_end - TAIL])
+        digest = state.digest()[:_DIGEST_BYTES]
+        if buffer[line_end - HASH_DIGITS - 3 : line_end - 3] != digest.hex().encode():
+            return None
+        if line_end == end:
+            return Link(digest)
+        state, begin = sha256(digest), line_end
+        at = find(NEWLINE_COMMIT, begin - 1, end) + 1
+        if not at:
+            return None
+
+
+def check_line(raw: bytes, running: Running, opens: bool = True) -> Running | None:
+    """The running value after line `raw` (without its newline) when its `h` is right, else None.
+
+    `opens`: the line begins a transaction, the only place where the SHA-256 part may begin.
+    A CRC-32 line after the boundary is wrong whatever its `h`: the chain is never downgraded."""
+    hashed = split_hash(raw)
+    if hashed is None:
+        return None
+    prefix, digits = hashed
+    if len(digits) == CRC_DIGITS:
+        if isinstance(running, Link):
+            return None
+        h = int(digits, 16)
+        if zlib.crc32(prefix, running) != h:
+            return None
+        return zlib.crc32(raw[-CRC_SUFFIX:] + b"\n", h)
+    if not isinstance(running, Link):
+        if not opens:
+            return None
+        running = upgraded(running)
+    state = running.state.copy()
+    state.update(prefix)
+    if digest_of(state) != digits:
+        return None
+    if raw.startswith(COMMIT):
+        return Link(bytes.fromhex(digits.decode()))
+    state.update(raw[len(prefix) :])
+    state.update(b"\n")
+    return Link(running.seed, state)
+
+
+def mismatch(raw: bytes, running: Running, opens: bool) -> str:
+    """Why `check_line` refused line `raw`, in a few words for a damage report."""
+    hashed = split_hash(raw)
+    if hashed is not None and len(hashed[1]) == CRC_DIGITS and isinstance(running, Link):
+        return "a CRC-32 line after the chain's SHA-256 boundary (the chain is never downgraded)"
+    if hashed is not None and len(hashed[1]) == HASH_DIGITS and not isinstance(running, Link) and not opens:
+        return "the chain's SHA-256 part begins inside a transaction"
+    return "hash does not match the line and the bytes before it"
 
 
 def hash_after(line: bytes) -> str:
-    """The position hash just after `line`, read from its own `h` ("" when it has none)."""
+    """The position hash just after commit line `line`, read from its own `h` ("" when it has none)."""
     hashed = split_hash(line)
-    return text(running_after(line if line.endswith(b"\n") else line + b"\n", hashed[1])) if hashed else ""
+    if hashed is None:
+        return ""
+    if len(hashed[1]) == HASH_DIGITS:
+        return hashed[1].decode()
+    whole = line if line.endswith(b"\n") else line + b"\n"
+    return text(zlib.crc32(whole[-CRC_TAIL:], int(hashed[1], 16)))
+
+
+def commit_hash_after(buffer: Any, end: int) -> str:
+    """The position hash after the commit line ending (after its newline) at `end` of a checked `buffer`."""
+    found = digest_at(buffer, end)
+    if found is not None:
+        return found.decode()
+    h = h_at(buffer, end)
+    assert h is not None  # a checked run
+    return text(zlib.crc32(buffer[end - CRC_TAIL : end], h))
 
 
 # --- lines ------------------------------------------------------------------------------------------------
 
 
-def encode_line(record: msgspec.Struct, running: int) -> tuple[bytes, int]:
-    """The line for `record` after a file whose running value is `running`, and the running value after it."""
+def encode_line(record: msgspec.Struct, running: Running) -> tuple[bytes, Running]:
+    """The line for `record` after a file whose running value is `running`, and the running value after it.
+
+    Always a SHA-256 line: a writer after CRC-32 lines begins the SHA-256 part there (at a
+    transaction's start, where every write begins)."""
     prefix = encoder.encode(record)[:-1]
-    h = zlib.crc32(prefix, running)
-    line = prefix + HASH_KEY + b"%08x" % h + b'"}\n'
-    return line, zlib.crc32(line[-TAIL:], h)
+    link = upgraded(running)
+    state = link.state.copy()
+    state.update(prefix)
+    digits = digest_of(state)
+    line = prefix + HASH_KEY + digits + b'"}\n'
+    if type(record) is TransactionCommitted:
+        return line, Link(bytes.fromhex(digits.decode()))
+    state.update(line[len(prefix) :])
+    return line, Link(link.seed, state)
 
 
-def encoded(record: RecordType, running: int) -> tuple[RecordType, bytes, int]:
+def encoded(record: RecordType, running: Running) -> tuple[RecordType, bytes, Running]:
     """(record as written, its line, running value after it). What JSON cannot hold (a lone surrogate, a
     number of thousands of digits inside a recorded request) is repaired, not fatal."""
     try:
@@ -141,15 +291,21 @@ def restamp(transactions: Iterable[tuple[Sequence[Any], TransactionCommitted]], 
     return data, Position(after.offset + len(data), seq, text(running), line_count + len(lines))
 
 
-def split_hash(line: bytes) -> tuple[bytes, int] | None:
-    """(prefix, h) of a line as `encode_line` wrote it (`h` is last and fixed-width), or None."""
+def split_hash(line: bytes) -> tuple[bytes, bytes] | None:
+    """(prefix, `h` hex digits) of a line as `encode_line` wrote it (`h` is last and fixed-width), or None.
+
+    32 digits is the SHA-256 chain; 8, the CRC-32 of the lines before the boundary."""
     line = line if line.endswith(b"\n") else line + b"\n"
-    if len(line) < TAIL or line[-TAIL:-11] != HASH_KEY or line[-3:] != b'"}\n':
+    if line[-3:] != b'"}\n':
         return None
-    try:
-        return line[:-TAIL], int(line[-11:-3], 16)
-    except ValueError:
-        return None
+    for digits in (HASH_DIGITS, CRC_DIGITS):
+        tail = len(HASH_KEY) + digits + 3
+        if len(line) >= tail and line[-tail : -digits - 3] == HASH_KEY:
+            found = line[-digits - 3 : -3]
+            if found.strip(b"0123456789abcdef"):
+                return None
+            return line[:-tail], found
+    return None
 
 
 def decode_line(line: bytes) -> Any:

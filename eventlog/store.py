@@ -26,8 +26,8 @@ from .domain import PlaybookState
 from .events import Cause, Event, TransactionCommitted
 from .evolve import FOLD_VIEWS, CommitView, apply_records, apply_transaction
 from .files import DIR_MODE, FILE_MODE, SHARED_FILES, make_dirs
-from .logformat import (COMMIT, DECODE_ERRORS, NEWLINE_COMMIT, TAIL, decode_line, encode_line, extend,
-                        h_at, line_hash, running_after, split_hash, start, text)
+from .logformat import (COMMIT, CRC_TAIL, DECODE_ERRORS, NEWLINE_COMMIT, Link, Running, check_run, commit_hash_after,
+                        decode_line, digest_at, encode_line, extend, feed, h_at, split_hash, start, text, upgraded)
 from .positions import Committed, Position, TornTail, Transaction, Written
 from .registry import record_decoder
 from .strict import StrictScan
@@ -35,7 +35,7 @@ from .wholelines import CHUNK_SIZE, WholeLines
 
 __all__ = [  # the line format's helpers, the position types and the file modes are used through the store by its callers
     "CHUNK_SIZE", "Committed", "DIR_MODE", "FILE_MODE", "Position", "SHARED_FILES", "TornTail", "Transaction",
-    "WholeLines", "Written", "decode_line", "encode_line", "line_hash", "make_dirs", "running_after", "split_hash",
+    "WholeLines", "Written", "decode_line", "encode_line", "make_dirs", "split_hash",
 ]
 
 Decider = Callable[[PlaybookState], list[Event]]
@@ -173,17 +173,19 @@ class LogReader:
                 size = buffer.rfind(b"\n", 0, max(until - offset, 0)) + 1  # type: ignore[operator]
             with memoryview(buffer) as view:
                 chunk = view[:size]
+                if not pending and not isinstance(running, Link) and digest_at(buffer, buffer.find(b"\n") + 1):
+                    running = upgraded(running)  # the chain's SHA-256 part begins at this transaction
                 records = _decoded(decoder, chunk, pending, offset + size)
                 run = self._last_commit(buffer, chunk, size, records, running, commit_type, offset)
                 if run is None:
                     pending = records
-                    running = extend(chunk, running)
+                    running = feed(running, chunk)
                 else:
                     index, end, after = run
                     yield records[: index + 1], buffer, offset
                     self.position = after
                     pending = records[index + 1 :]
-                    running = extend(chunk[end:], start(after.hash))
+                    running = feed(start(after.hash), chunk[end:])
                 del chunk
             if stop:
                 self._stopped = True
@@ -191,13 +193,14 @@ class LogReader:
             offset += size
         self._finish(offset + lines.leftover)
 
-    def _last_commit(self, buffer: bytearray, chunk: memoryview, size: int, records: list[Any], running: int,
+    def _last_commit(self, buffer: bytearray, chunk: memoryview, size: int, records: list[Any], running: Running,
                      commit_type: type[Any], offset: int) -> tuple[int, int, Position] | None:
         """Where a chunk's checked run ends: (index of its last commit record, the byte after that line, the
         position there), or None when the chunk holds no commit line.
 
-        One chain check up to that line (the writer chained every byte before it, so any damage
-        shows) and a count check that the commit sits where its seq says; `_Recheck` when either fails.
+        The chain checked up to that line (one SHA-256 over each transaction, or one CRC-32 over
+        the run in an old log's CRC-32 part: any damage shows) and a count check that the commit
+        sits where its seq says; `_Recheck` when either fails.
         """
         at = buffer.rfind(NEWLINE_COMMIT, 0, size) + 1
         if not at and not (size and buffer.startswith(COMMIT)):
@@ -205,12 +208,19 @@ class LogReader:
         end = buffer.index(b"\n", at) + 1
         index = len(records) - 1 - buffer.count(b"\n", end, size)
         commit: Any = records[index] if index >= 0 else None
-        h = h_at(buffer, end)
-        if (h is None or type(commit) is not commit_type or commit.seq != self.position.seq + index + 1
-                or h != extend(chunk[: end - TAIL], running)):
+        if type(commit) is not commit_type or commit.seq != self.position.seq + index + 1:
             raise _Recheck(offset + size)
-        running = extend(chunk[end - TAIL : end], h)
-        return index, end, Position(offset + end, commit.seq, text(running), self.position.line + index + 1)
+        if isinstance(running, Link):
+            after = check_run(buffer, chunk, end, running)
+            if after is None:
+                raise _Recheck(offset + size)
+            hash_text = text(after)
+        else:
+            h = h_at(buffer, end)
+            if h is None or h != extend(chunk[: end - CRC_TAIL], running):
+                raise _Recheck(offset + size)
+            hash_text = text(extend(chunk[end - CRC_TAIL : end], h))
+        return index, end, Position(offset + end, commit.seq, hash_text, self.position.line + index + 1)
 
     def _transactions(self, records: list[Any], buffer: bytearray, offset: int) -> Iterator[Transaction]:
         """Split a checked run into its transactions; their commit lines are the buffer's, in order."""
@@ -227,10 +237,7 @@ class LogReader:
             end = buffer.index(b"\n", at) + 1
             search = end
             line += len(events) + 1
-            h = h_at(buffer, end)
-            assert h is not None  # `_fast` checked the run up to its last commit line
-            running = extend(buffer[end - TAIL : end], h)
-            finish = Position(offset + end, record.seq, text(running), line)
+            finish = Position(offset + end, record.seq, commit_hash_after(buffer, end), line)
             self.position = finish
             yield Transaction(events, record, begin, finish)
             begin, events = finish, []

@@ -7,7 +7,7 @@ from typing import Any
 
 from .errors import CorruptLogError
 from .events import TransactionCommitted
-from .logformat import COMMIT, DECODE_ERRORS, check_line, decode_line, split_hash, start, text
+from .logformat import COMMIT, DECODE_ERRORS, check_line, decode_line, mismatch, split_hash, start, text
 from .positions import Position, Transaction
 
 
@@ -56,9 +56,10 @@ class StrictScan:
 
     def _check(self, raw: bytes, record: Any, line_offset: int) -> None:
         """A decoded line's `h` and `seq`; sets `damage` when either is wrong."""
-        after = check_line(raw, self.running)
+        opens = not self.pending
+        after = check_line(raw, self.running, opens)
         if after is None:
-            self.damage = (self.line_no, line_offset, "hash does not match the line and the bytes before it")
+            self.damage = (self.line_no, line_offset, mismatch(raw, self.running, opens))
             return
         self.running = after
         if record.seq != self.expected_seq:

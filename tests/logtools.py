@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 
 from eventlog.domain import SECTION_SLUGS, PlaybookState, next_name
-from eventlog.events import KeyPointAdded, TransactionCommitted
-from eventlog.store import encode_line, fold_log
+from eventlog.events import KeyPointAdded, TransactionCommitted, encoder
+from eventlog.logformat import COMMIT, Link, Running, check_line, start
+from eventlog.store import encode_line, fold_log, split_hash
 
 
 def transaction_after(log: Path, tx: str, events: int, text: str) -> bytes:
@@ -22,8 +24,34 @@ def transaction_after(log: Path, tx: str, events: int, text: str) -> bytes:
                                      origin="operation"))
     records.append(TransactionCommitted(seq=position.seq + events + 1, tx=tx, at=at, events=events,
                                         source="crashed"))
-    payload, running = b"", int(position.hash, 16) if position.hash else 0
+    payload, running = b"", start(position.hash)
     for record in records:
         line, running = encode_line(record, running)
         payload += line
     return payload
+
+
+def encode_crc_line(record, running: int) -> tuple[bytes, int]:
+    """A line in the format logs were written in before the SHA-256 chain: an 8-digit CRC-32 of the file up
+    to its `h` field. Returns the line and the file's CRC-32 after it."""
+    prefix = encoder.encode(record)[:-1]
+    h = zlib.crc32(prefix, running)
+    line = prefix + b',"h":"' + b"%08x" % h + b'"}\n'
+    return line, zlib.crc32(line[-17:], h)
+
+
+def walk_chain(raw: bytes) -> Running:
+    """Check every line of a log's bytes against the chain, as the strict reader does; the running value after them."""
+    running: Running = 0
+    opens = True
+    for number, line in enumerate(raw.splitlines(), 1):
+        after = check_line(line, running, opens)
+        assert after is not None, f"hash chain broken at line {number}"
+        running, opens = after, line.startswith(COMMIT)
+    return running
+
+
+def is_sha_line(line: bytes) -> bool:
+    """True when a line carries the SHA-256 chain's 32-digit `h`."""
+    hashed = split_hash(line)
+    return hashed is not None and len(hashed[1]) == 32

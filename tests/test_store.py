@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import zlib
 from pathlib import Path
 
 import pytest
@@ -15,8 +14,9 @@ from eventlog.evolve import fold
 from eventlog.errors import PositionMismatch
 from eventlog.memory import InMemoryEventStore
 from eventlog.jsonl import JsonlEventStore
-from eventlog.store import LogReader, Position, fold_log, line_hash
-from eventlog.store import running_after, split_hash
+from eventlog.logformat import Link, start, text
+from eventlog.store import LogReader, Position, fold_log, split_hash
+from tests.logtools import encode_crc_line, walk_chain
 
 CAUSE = Cause(source="test", session="s-1", model="m", analysis="why", reasoning="because")
 
@@ -156,25 +156,30 @@ class TestJsonlStore(StoreContract):
         store = self.make(tmp_path)
         self.append(store, add("a"))
         self.append(store, add("b"))
-        running = 0
-        for line in store.path.read_bytes().splitlines(keepends=True):
-            prefix, h = split_hash(line)
-            assert h == line_hash(running, prefix)
-            running = running_after(line, h)
-        assert running == zlib.crc32(store.path.read_bytes())
+        raw = store.path.read_bytes()
+        _state, position, _torn = fold_log(store.path, PlaybookState())
+        for line in raw.splitlines():
+            prefix, digits = split_hash(line)
+            assert len(digits) == 32
+        running = walk_chain(raw)
+        assert isinstance(running, Link) and text(running) == position.hash
+        assert position.hash == split_hash(raw.splitlines()[-1])[1].decode()
 
     def test_unknown_record_type_is_read_kept_and_not_applied(self, tmp_path):
         store = self.make(tmp_path)
         self.append(store, add("a"))
         raw = store.path.read_bytes()
-        running = zlib.crc32(raw)
+        _state, position, _torn = fold_log(store.path, PlaybookState())
+        running = start(position.hash)
         body = b'{"type":"FromTheFuture","seq":3,"tx":"zz","at":"2030-01-01T00:00:00+00:00","x":1}'
         commit = b'{"type":"TransactionCommitted","seq":4,"tx":"zz","at":"2030-01-01T00:00:00+00:00","events":1,"source":"v9"}'
         lines = []
         for record in (body, commit):
-            h = line_hash(running, record[:-1])
-            lines.append(record[:-1] + b',"h":"' + b"%08x" % h + b'"}\n')
-            running = running_after(lines[-1], h)
+            state = running.state.copy()
+            state.update(record[:-1])
+            digits = state.hexdigest()[:32].encode()
+            lines.append(record[:-1] + b',"h":"' + digits + b'"}\n')
+            running = running.fed(lines[-1])
         store.path.write_bytes(raw + b"".join(lines))
         transactions = list(store.read())
         assert isinstance(transactions[1].events[0], UnknownRecord)
