@@ -9,7 +9,7 @@ events followed by one `TransactionCommitted` record, which carries the cause
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import msgspec
 
@@ -194,6 +194,22 @@ class TailRepaired(Event, frozen=True, kw_only=True, tag="TailRepaired"):
     offset: int
     bytes_cut: int
     kept_at: str
+
+
+class HistoryRewritten(Event, frozen=True, kw_only=True, tag="HistoryRewritten"):
+    """Lines of the log were rewritten in place (a purge): their text redacted, the chain re-stamped from the first.
+
+    `seqs` are the rewritten lines' seqs (each line keeps its seq), `reason` says why
+    (`secrets`: the detector found them; `match`: a text the user named, never quoted),
+    `head_before` and `head_after` are the chain's value at the log's end before the rewrite
+    and after it (just before this record's transaction)."""
+
+    seqs: list[int]
+    reason: Literal["secrets", "match"]
+    redactions: int
+    head_before: str
+    head_after: str
+    kept_original: str | None = None
 
 
 class SnapshotSetAside(Event, frozen=True, kw_only=True, tag="SnapshotSetAside"):

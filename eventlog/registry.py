@@ -64,6 +64,7 @@ REGISTRY: tuple[EventType, ...] = (
     EventType(ev.OperationSkipped, "skipped", h.skipped, (), cites=("operation",)),
     EventType(ev.TailRepaired, "repaired", h.housekeeping, ()),
     EventType(ev.SnapshotSetAside, "set-aside", h.housekeeping, ()),
+    EventType(ev.HistoryRewritten, "rewritten", h.housekeeping, ()),
     EventType(ev.LearningRequested, "requested", h.requested, ("at", "request", "hook", "transcript", "session"),
               family="learning"),
     EventType(ev.LearningCompleted, "completed", h.completed,

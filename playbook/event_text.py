@@ -112,6 +112,14 @@ def _repaired(e: ev.TailRepaired) -> Parts:
             f"kept in {clean(e.kept_at)}", "magenta")
 
 
+def _rewritten(e: ev.HistoryRewritten) -> Parts:
+    why = "secrets the detector found" if e.reason == "secrets" else "a text named on the command line"
+    kept = f"; the original kept at {clean(e.kept_original)}" if e.kept_original else ""
+    seqs = ", ".join(str(seq) for seq in e.seqs[:8]) + (", ..." if len(e.seqs) > 8 else "")
+    return ("!", "rewritten", f"{e.redactions} redaction(s) of {why} in seq {seqs}; chain head "
+            f"{clean(e.head_before)[:12]} -> {clean(e.head_after)[:12]}{kept}", "magenta")
+
+
 def _set_aside(e: ev.SnapshotSetAside) -> Parts:
     what = "unreadable playbook.json" if e.kind == "unreadable" else "playbook.json ahead of the log"
     return "!", "set aside", f"{what} moved to {clean(e.moved_to)}: {clean(e.error)}", "magenta"
@@ -234,7 +242,7 @@ PARTS: dict[type, Callable[[Any], Parts]] = {
     ev.KeyPointUpdated: _updated, ev.KeyPointsMerged: _merged, ev.KeyPointDeleted: _deleted,
     ev.KeyPointEvaluated: _evaluated, ev.KeyPointPruned: _pruned, ev.KeyPointMoved: _moved,
     ev.CountersSet: _counters_set, ev.SectionReordered: _reordered, ev.VersionSet: _version,
-    ev.OperationSkipped: _skipped, ev.TailRepaired: _repaired, ev.SnapshotSetAside: _set_aside,
+    ev.OperationSkipped: _skipped, ev.TailRepaired: _repaired, ev.SnapshotSetAside: _set_aside, ev.HistoryRewritten: _rewritten,
     ev.LearningRequested: _requested, ev.LearningCompleted: _completed, ev.LearningFailed: _failed,
     ev.LearningSkipped: _learning_skipped, ev.KeyPointMarkedStale: _marked_stale, ev.CurationHeld: _held,
     ev.BranchesMerged: _branches_merged, ev.MergeConflictResolved: _conflict,

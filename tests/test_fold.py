@@ -22,7 +22,8 @@ from eventlog.errors import CorruptLogError
 from eventlog.events import CountersSet, CurationHeld, Event, KeyPointAdded, KeyPointDeleted, KeyPointEvaluated
 from eventlog.events import KeyPointImported, KeyPointMarkedStale, KeyPointMoved, KeyPointPruned, KeyPointsMerged
 from eventlog.events import KeyPointUpdated, LearningCompleted, LearningFailed, LearningRequested, LearningSkipped
-from eventlog.events import OperationSkipped, PlaybookImported, SectionReordered, SnapshotSetAside, TailRepaired
+from eventlog.events import HistoryRewritten, OperationSkipped, PlaybookImported, SectionReordered, SnapshotSetAside
+from eventlog.events import TailRepaired
 from eventlog.events import TransactionCommitted, VersionSet
 from eventlog.events import LearningGivenUp, PlaybookDisabled, PlaybookEnabled
 from eventlog.events import ProposalAccepted, ProposalExpired, ProposalRecorded, ProposalRejected
@@ -48,7 +49,8 @@ EVERY_TYPE: list[list[Event | dict[str, Any]]] = [
      CountersSet(name="pat-002", helpful=3, harmful=4, previous_helpful=0, previous_harmful=0)],
     [PlaybookImported(path="playbook.json", file_format="sections", version="1.0", genesis=False),
      SnapshotSetAside(moved_to="playbook.json.unreadable-1", error="not JSON"),
-     TailRepaired(offset=10, bytes_cut=5, kept_at="playbook.events.jsonl.torn-1")],
+     TailRepaired(offset=10, bytes_cut=5, kept_at="playbook.events.jsonl.torn-1"),
+     HistoryRewritten(seqs=[3, 7], reason="secrets", redactions=2, head_before="ab" * 16, head_after="cd" * 16)],
     [KeyPointUpdated(name="pat-001", text="a, better", previous_text="a"),
      KeyPointMoved(name="pat-002", from_section="PATTERNS & APPROACHES", to_section="MISTAKES TO AVOID"),
      SectionReordered(section="OTHERS", names=["oth-005", "kpt_007"]),
