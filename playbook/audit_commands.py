@@ -198,11 +198,43 @@ def cmd_verify(args: argparse.Namespace) -> int:
             result = verify(repo)
             result.notes.append(f"playbook.json was {behind}: brought up to date (a writer had stopped before "
                                 "replacing it; harmless)")
+    if args.anchor:
+        from projections.verify import verify_anchors
+
+        verify_anchors(repo, result)
     if args.json:
         _out_json(changes.verify_json(result))
     else:
         _out(changes.verify_lines(result, _style()))
     return 0 if result.ok else 1
+
+
+def cmd_anchor(args: argparse.Namespace) -> int:
+    from eventlog.errors import CorruptLogError
+    from projections.anchors import AnchoredLogDiffers, AnchorFileError, anchors_path, record
+
+    repo = repository(project_dir(args))
+    path = anchors_path(repo.claude_dir)
+    if not repo.store.exists():
+        raise PlaybookError("no log yet: nothing to anchor")
+    try:
+        with repo.store.locked():
+            anchor = record(repo.log_path, path)
+    except AnchoredLogDiffers as exc:
+        raise PlaybookError(f"not anchored: {exc.problem.what} (`playbook verify --anchor` shows it)") from exc
+    except AnchorFileError as exc:
+        raise PlaybookError(f"not anchored: {exc}") from exc
+    except CorruptLogError as exc:
+        raise PlaybookError(f"not anchored: the log is damaged at line {exc.line}: {exc.reason}") from exc
+    except OSError as exc:
+        raise PlaybookError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    if anchor is None:
+        print(f"already anchored: the log's head is the last anchor in {path}")
+        return 0
+    print(f"anchored line {anchor.line} (seq {anchor.seq}), head {anchor.head}, in {path}")
+    print("commit that file (or copy it where the log's writers cannot reach): `playbook verify --anchor` "
+          "proves the log still extends it")
+    return 0
 
 
 def cmd_stats(args: argparse.Namespace) -> int:

@@ -17,7 +17,7 @@ from eventlog.errors import PlaybookError
 
 from .audit_commands import cmd_at, cmd_dedup, cmd_diff, cmd_history, cmd_import, cmd_log, cmd_rebuild, cmd_recover
 from .audit_commands import _out_json, cmd_revert, cmd_serve, cmd_show, cmd_stats, cmd_timeline, cmd_verify
-from .audit_commands import project_dir
+from .audit_commands import cmd_anchor, project_dir
 from .project import collecting, repository
 from .edit_commands import cmd_add, cmd_edit, cmd_rm, cmd_undo
 from .review_commands import cmd_review
@@ -259,7 +259,12 @@ def build_parser() -> argparse.ArgumentParser:
     undo.add_argument("--force", action="store_true",
                       help="revert even when later transactions changed the same entries (those stay as they are)")
 
-    add("verify", cmd_verify, "check the log's hashes, sequence and transactions, and the snapshot; exit 1 on any problem")
+    verify = add("verify", cmd_verify,
+                 "check the log's hashes, sequence and transactions, and the snapshot; exit 1 on any problem")
+    verify.add_argument("--anchor", action="store_true",
+                        help="also prove the log extends every head `playbook anchor` recorded (and name the first "
+                             "line that differs)")
+    add("anchor", cmd_anchor, "record the log's head in .claude/playbook.anchors, a file to commit or keep apart")
 
     imp = add("import", cmd_import, "append a legacy playbook.json (any format) to the log")
     imp.add_argument("file", metavar="FILE")

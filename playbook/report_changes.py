@@ -176,8 +176,12 @@ def verify_lines(report: Any, style: Style) -> list[str]:
     read = f"{report.transactions} transactions, {report.events} events, log at seq {report.seq}"
     notes = [f"note: {clean(note)}" for note in report.notes]
     if report.ok:
-        return [style.paint("OK", "green", "bold") + f"  {read}",
-                f"    log       {clean(report.log)}", f"    snapshot  {clean(report.snapshot)}", *notes]
+        lines = [style.paint("OK", "green", "bold") + f"  {read}",
+                 f"    log       {clean(report.log)}", f"    snapshot  {clean(report.snapshot)}", *notes]
+        if report.anchors is not None:
+            lines.append(f"    anchors   the log extends all {report.anchors} recorded head"
+                         f"{'s' if report.anchors != 1 else ''}")
+        return lines
     lines = [*notes]
     for problem in report.problems:
         where = clean(problem.file) + (f":{problem.line}" if problem.line is not None else "")

@@ -32,6 +32,8 @@ class Report(msgspec.Struct):
     problems: list[Problem] = []
     notes: list[str] = []
     """What was found and set right before the check (a snapshot brought up to date)."""
+    anchors: int | None = None
+    """With `--anchor`: how many recorded heads the log was proved to extend."""
 
     @property
     def ok(self) -> bool:
@@ -134,3 +136,29 @@ def only_behind(report: Report) -> bool:
     """True when the log reads whole and the one problem is a snapshot behind it, which a refresh sets right."""
     return len(report.problems) == 1 and report.problems[0].file == report.snapshot and \
         report.problems[0].what.startswith("behind the log")
+
+
+def verify_anchors(repo: PlaybookRepository, report: Report) -> None:
+    """Add to `report` whether the log extends every head recorded in the anchors file, or its first line that
+    differs. A log that no recorded anchor covers is a problem too: there is nothing to prove it by."""
+    from .anchors import AnchorFileError, anchors_path, check
+
+    path = anchors_path(repo.claude_dir)
+    if any(problem.file == str(repo.log_path) for problem in report.problems):
+        return  # a damaged log: its first damaged line is the answer already
+    try:
+        result = check(repo.log_path, path)
+    except AnchorFileError as exc:
+        report.problems.append(Problem(str(exc.path), exc.line, None, exc.reason))
+        return
+    except CorruptLogError as exc:
+        report.problems.append(Problem(str(exc.path), exc.line, exc.offset, exc.reason))
+        return
+    if not result.anchors:
+        report.problems.append(Problem(str(path), None, None,
+                                       "no anchor recorded: `playbook anchor` records the log's head"))
+        return
+    if result.problem is not None:
+        report.problems.append(Problem(str(repo.log_path), result.problem.line, None, result.problem.what))
+        return
+    report.anchors = result.anchors
