@@ -79,6 +79,12 @@ class Link:
 
     __hash__ = None  # type: ignore[assignment]
 
+    def __copy__(self) -> Link:
+        return self  # never changed once made: `fed` makes a new one
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Link:
+        return self
+
 
 Running = int | Link
 """A running value: an int in the CRC-32 part of an old log (0 at the start of every log), a `Link` after."""
@@ -244,13 +250,23 @@ def encode_line(record: msgspec.Struct, running: Running) -> tuple[bytes, Runnin
 
     Always a SHA-256 line: a writer after CRC-32 lines begins the SHA-256 part there (at a
     transaction's start, where every write begins)."""
-    prefix = encoder.encode(record)[:-1]
+    return stamp(encoder.encode(record)[:-1], running)
+
+
+def stamp(prefix: bytes, running: Running, crc: bool = False) -> tuple[bytes, Running]:
+    """The line whose hashed part is `prefix` (a record's JSON without its closing brace) after `running`,
+    and the running value after it. `crc`: a line of an old log's CRC-32 part rewritten in place keeps
+    its format, so the SHA-256 part still begins where it began."""
+    if crc and not isinstance(running, Link):
+        h = zlib.crc32(prefix, running)
+        line = prefix + HASH_KEY + b"%08x" % h + b'"}\n'
+        return line, zlib.crc32(line[-CRC_TAIL:], h)
     link = upgraded(running)
     state = link.state.copy()
     state.update(prefix)
     digits = digest_of(state)
     line = prefix + HASH_KEY + digits + b'"}\n'
-    if type(record) is TransactionCommitted:
+    if prefix.startswith(COMMIT):
         return line, Link(bytes.fromhex(digits.decode()))
     state.update(line[len(prefix) :])
     return line, Link(link.seed, state)
