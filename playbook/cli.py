@@ -29,6 +29,12 @@ trailing ^ (or --before) means just before that transaction or session instead
 of just after."""
 
 
+def cmd_purge(args: argparse.Namespace) -> int:
+    from .purge import cmd_purge as run
+
+    return run(args)
+
+
 def cmd_hook(args: argparse.Namespace) -> int:
     from .hooks import run_hook
 
@@ -284,6 +290,11 @@ def build_parser() -> argparse.ArgumentParser:
     recover = add("recover", cmd_recover, "take back into the log what a playbook.json ahead of it holds, as events "
                   "of a recovery (playbook.json itself when it is ahead, else the newest playbook.json.ahead-*)")
     recover.add_argument("file", metavar="FILE", nargs="?", help="a kept playbook.json (default: see above)")
+    purge = add("purge", cmd_purge, "take a secret out of the log's whole history: the lines holding it are "
+                "rewritten with a redaction and the rewrite is recorded")
+    purge.add_argument("--secrets", action="store_true", help="redact what the secret detector finds anywhere in the log")
+    purge.add_argument("--match", metavar="TEXT", help="redact every occurrence of TEXT")
+    purge.add_argument("--keep-original", metavar="PATH", help="keep the original log at PATH (default: removed)")
 
     rev = add("review", cmd_review, "the proposals learning recorded with playbook_review on: list them, or (on a "
               "terminal) walk through them to accept, reject or edit; or decide with the options")

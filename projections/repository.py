@@ -223,16 +223,21 @@ class PlaybookRepository:
         """Rewrite playbook.json and the checkpoints from the whole log."""
         with self.store.locked():
             self._housekeep()  # a hand edit, an unreadable file or one ahead of the log is taken in or kept first
-            state, position = PlaybookState(), Position()
-            directory = self.claude_dir / checkpoints.CHECKPOINT_DIR
-            checkpoints.clear(directory)
-            for transaction in self.store.read():
-                apply_transaction(state, transaction.events, transaction.commit.seq, transaction.commit.at)
-                if checkpoints.crosses(position.seq, transaction.end.seq):
-                    checkpoints.save(directory, state, transaction.end)
-                position = transaction.end
-            self._write_snapshot(state, position, force=True)
-            return position
+            return self.rebuild_locked()
+
+    def rebuild_locked(self) -> Position:
+        """`rebuild` for a caller that holds the lock and wants the derived files to follow the log as it is
+        (a purge, which rewrote it): playbook.json, the hook's projection, the recall index, the checkpoints."""
+        state, position = PlaybookState(), Position()
+        directory = self.claude_dir / checkpoints.CHECKPOINT_DIR
+        checkpoints.clear(directory)
+        for transaction in self.store.read():
+            apply_transaction(state, transaction.events, transaction.commit.seq, transaction.commit.at)
+            if checkpoints.crosses(position.seq, transaction.end.seq):
+                checkpoints.save(directory, state, transaction.end)
+            position = transaction.end
+        self._write_snapshot(state, position, force=True)
+        return position
 
     def _write_snapshot(self, state: PlaybookState, position: Position, force: bool = False) -> None:
         """Write playbook.json and the injection projection, each only when its bytes change."""
