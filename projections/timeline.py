@@ -100,7 +100,7 @@ def commit_index(path: Path, known: list[CommitRef] | None = None) -> list[Commi
 def read_transaction(path: Path, ref: CommitRef) -> Transaction:
     """The one transaction `ref` points at, read and decoded on its own.
 
-    Its bytes are checked against its commit line's `h` (one crc32); damage raises CorruptLogError
+    Its bytes are checked against its commit line's `h` (one hash); damage raises CorruptLogError
     with the file, line and byte of the first damaged line."""
     with open(path, "rb") as handle:
         handle.seek(ref.start.offset)

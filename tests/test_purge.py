@@ -251,3 +251,17 @@ def test_concurrent_writers_wait_for_the_purge_and_lose_nothing(project):
     assert TOKEN.encode() not in raw
     assert sum(isinstance(e, HistoryRewritten) for t in LogReader(repo.log_path) for e in t.events) == 1
     assert verify(repo).ok
+
+
+def test_a_rewrite_is_accepted_only_through_the_anchor_its_purge_recorded(project, capsys):
+    repo = build(project)
+    assert cli(project, capsys, "anchor")[0] == 0
+    anchors = repo.claude_dir / "playbook.anchors"
+    kept = anchors.read_bytes()
+    anchors.unlink()  # a purge by someone without the anchors: its HistoryRewritten record alone proves nothing
+    old_lines = repo.log_path.read_bytes().splitlines()
+    assert cli(project, capsys, "purge", "--match", TOKEN)[0] == 0
+    anchors.write_bytes(kept)
+    first = next(n for n, line in enumerate(old_lines, 1) if TOKEN.encode() in line)
+    code, out, _err = cli(project, capsys, "verify", "--anchor")
+    assert code == 1 and f"line {first} (seq {first}) is not the line that was anchored" in out
