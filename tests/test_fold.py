@@ -1,4 +1,4 @@
-"""The fold's fast road (`fold_log`: chunks, light views, one crc32 per chunk) against the strict reader.
+"""The fold's fast road (`fold_log`: chunks, light views, one SHA-256 per transaction) against the strict reader.
 
 Whatever the chunk size, the cut, the stop offset or the record types, `fold_log` must give
 the state, position and torn tail that the strict line-by-line reader gives with the full
