@@ -210,8 +210,11 @@ def test_purge_killed_at_random_moments_leaves_the_old_log_or_the_new_one(projec
     rng = random.Random()
     outcomes = []
     for _trial in range(KILL_TRIALS):
+        for derived in repo.claude_dir.glob("playbook.json*"):  # a snapshot of the last trial's new log is ahead
+            derived.unlink()
         repo.log_path.write_bytes(old)
         repo.rebuild()
+        assert repo.log_path.read_bytes() == old
         process = purge_process(project)
         time.sleep(rng.uniform(0.05, 1.5))
         process.send_signal(signal.SIGKILL)
