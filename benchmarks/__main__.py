@@ -14,7 +14,7 @@ met / NOT met), to stdout.
 
 Sizes:   --quick   fold 100k events (2 reps), 50 appends, 10 hook runs, timeline and page 100k events,
                    stress 2 s, 20 crash trials: well under two minutes;
-         default   fold 100k events (5 reps), 200 appends, 40 hook runs, timeline and page 100k events,
+         default   fold 100k events (5 reps), 200 appends, 40 hook runs, time travel 1M events, page 100k events,
                    the tests' own defaults (stress 4 s, 60 crash trials): a couple of minutes;
          --full    fold, timeline and page on 1M events, stress 20 s, 150 crash trials.
 Exit status 0 when every target is met, 1 otherwise.
@@ -43,7 +43,7 @@ TEST_FILES = ("tests/test_crash.py", "tests/test_stress.py")
 MODES: dict[str, dict[str, Any]] = {
     "quick": {"fold_events": 100_000, "fold_reps": 2, "appends": 50, "hook_runs": 10, "timeline_events": 100_000,
               "page_events": 100_000, "merge_events": 100_000, "merge_side": 1000, "env": {"PLAYBOOK_STRESS_SECONDS": "2", "PLAYBOOK_CRASH_TRIALS": "20"}},
-    "default": {"fold_events": 100_000, "fold_reps": 5, "appends": 200, "hook_runs": 40, "timeline_events": 100_000,
+    "default": {"fold_events": 100_000, "fold_reps": 5, "appends": 200, "hook_runs": 40, "timeline_events": 1_000_000,
                 "page_events": 100_000, "merge_events": 100_000, "merge_side": 1000, "env": {}},
     "full": {"fold_events": 1_000_000, "fold_reps": 5, "appends": 200, "hook_runs": 40,
              "timeline_events": 1_000_000, "page_events": 1_000_000, "merge_events": 100_000, "merge_side": 1000, "env": {"PLAYBOOK_STRESS_SECONDS": "20", "PLAYBOOK_CRASH_TRIALS": "150"}},
@@ -51,11 +51,11 @@ MODES: dict[str, dict[str, Any]] = {
 
 # Targets: those the issues set for the hooks, the fold and the timeline queries. Append latency has
 # none, so its rows are figures for context.
-HOOK_ABOVE_BARE_MS = 25.0
+HOOK_ABOVE_BARE_MS = 10.0
 SESSION_END_MS = 300.0
 FOLD_RATIO = 0.5
 FOLD_PEAK_MB = 150.0
-QUERY_SECONDS, QUERY_MB = 1.0, 200.0
+QUERY_SECONDS, QUERY_MB, TIME_TRAVEL_MB = 1.0, 200.0, 100.0
 PAGE_SECONDS, PAGE_MB, FIRST_SCREEN_SECONDS = 5.0, 300.0, 2.0
 
 
@@ -180,13 +180,20 @@ def timeline(report: Report, mode: dict[str, Any]) -> None:
     events = mode["timeline_events"]
     say(f"timeline: {events:,} events")
     rows = bench.measure(events, say=lambda text: say("  " + text))
-    report.section(f"time travel and audit on {events:,} events (each query in a fresh process)")
+    report.section(f"time travel and audit on {events:,} events (each command in a fresh process, imports included)")
+    raw = dict(rows).get("a plain read of the whole file")
     for name, (seconds, peak, _result) in rows:
-        if "no checkpoints" in name:  # a log copied without its checkpoints: appends and rebuilds write them
-            report.row(name, f"{seconds * 1000:.0f} ms, peak {peak:.0f} MB", "context")
+        figure = f"{seconds * 1000:.0f} ms, peak {peak:.0f} MB"
+        if "no checkpoints" in name or raw is None or name.startswith("a plain read"):
+            # a log copied without its checkpoints (appends and rebuilds write them), and the floor
+            report.row(name, figure, "context")
             continue
-        report.row(name, f"{seconds * 1000:.0f} ms, peak {peak:.0f} MB",
-                   f"< {QUERY_SECONDS:g} s, < {QUERY_MB:g} MB", seconds < QUERY_SECONDS and peak < QUERY_MB)
+        figure += f" ({seconds / raw[0]:.1f}x a plain read)"
+        if name.startswith(("at ", "diff ")):  # positions found in a fixed-width index, memory flat
+            report.row(name, figure, f"< {QUERY_SECONDS:g} s, < {TIME_TRAVEL_MB:g} MB",
+                       seconds < QUERY_SECONDS and peak < TIME_TRAVEL_MB)
+        else:
+            report.row(name, figure, f"< {QUERY_SECONDS:g} s, < {QUERY_MB:g} MB", seconds < QUERY_SECONDS and peak < QUERY_MB)
 
 
 def lean(report: Report, mode: dict[str, Any]) -> None:

@@ -4,7 +4,9 @@
 
 Generates a log in the real line format (transactions of ten events, mostly ratings,
 with one entry, pat-001, rated about every hundredth transaction so its history has
-about a thousand events), then times each query in a fresh process (peak memory from
+about a thousand events, and a chain of merges: every MERGE_EVERY transactions the
+chain's newest entry and another are merged into a new one, so `history` of the last
+follows every merge back), then times each query in a fresh process (peak memory from
 /proc) with and without checkpoints. Prints a table; asserts nothing.
 """
 
@@ -19,36 +21,62 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from eventlog.events import KeyPointAdded, KeyPointEvaluated, TransactionCommitted
+from eventlog.events import KeyPointAdded, KeyPointEvaluated, KeyPointsMerged, TransactionCommitted
 from eventlog.store import encode_line
 from projections.repository import PlaybookRepository
 
 SECTIONS = ("PATTERNS & APPROACHES", "MISTAKES TO AVOID", "USER PREFERENCES", "PROJECT CONTEXT", "OTHERS")
 SLUGS = ("pat", "mis", "pref", "ctx", "oth")
+MERGE_EVERY = 1800
+CHAIN_END = "chain-end"
+"""What `history` is asked about to follow the merge chain: the name of the chain's newest entry."""
+
+
+def chain_end(log: Path) -> str:
+    """The name of the merge chain's newest entry, which `generate` writes beside the log."""
+    return (log.parent / CHAIN_END).read_text()
 
 
 def generate(path: Path, events: int, seed: int = 1) -> int:
-    """Write a log of about `events` events; returns the seq of the last line."""
+    """Write a log of about `events` events; returns the seq of the last line. The merge chain's newest
+    entry is named in the file CHAIN_END beside the log."""
     rng = random.Random(seed)
     clock = datetime(2026, 1, 1, tzinfo=timezone.utc)
     seq, running = 0, 0
     counters: dict[str, list[int]] = {}
     names: list[str] = []
-    written = 0
+    issued = {slug: 0 for slug in SLUGS}
+    chain = ""
+    written = transactions = 0
     buffer: list[bytes] = []
+
+    def new_name(slug: str) -> str:
+        issued[slug] += 1
+        return f"{slug}-{issued[slug]:03d}"
+
     with open(path, "wb") as handle:
         while written < events:
             tx = f"{rng.getrandbits(64):016x}"
             clock += timedelta(seconds=rng.randint(30, 600))
             at = clock.isoformat(timespec="microseconds")
-            batch = []
+            transactions += 1
+            batch: list[tuple[str, str, str]] = []
             if len(names) < 300:
                 for _ in range(10):
                     slug = SLUGS[len(names) % 5]
-                    name = f"{slug}-{len([n for n in names if n.startswith(slug)]) + 1:03d}"
+                    name = new_name(slug)
                     names.append(name)
                     counters[name] = [0, 0]
                     batch.append(("add", name, SECTIONS[SLUGS.index(slug)]))
+            elif transactions % MERGE_EVERY == 0:
+                other = rng.choice([n for n in names[1:] if n != chain])
+                sources = [chain, other] if chain else [other, rng.choice([n for n in names[1:] if n != other])]
+                chain = new_name("oth")
+                for source in sources:
+                    names.remove(source)
+                names.append(chain)
+                counters[chain] = [sum(counters[s][0] for s in sources), sum(counters[s][1] for s in sources)]
+                batch.append(("merge", chain, ",".join(sources)))
             else:
                 hot = rng.random() < 0.01
                 for index in range(10):
@@ -56,10 +84,16 @@ def generate(path: Path, events: int, seed: int = 1) -> int:
                     batch.append(("rate", name, "helpful" if rng.random() < 0.7 else "harmful"))
             for kind, name, extra in batch:
                 seq += 1
+                record: KeyPointAdded | KeyPointEvaluated | KeyPointsMerged
                 if kind == "add":
                     record = KeyPointAdded(seq=seq, tx=tx, at=at, section=extra, name=name,
                                            text=f"key point {name}: keep functions small and named", helpful=0,
                                            harmful=0, origin="operation")
+                elif kind == "merge":
+                    helpful, harmful = counters[name]
+                    record = KeyPointsMerged(seq=seq, tx=tx, at=at, section="OTHERS", name=name,
+                                             text=f"key point {name}: merged", sources=extra.split(","),
+                                             helpful=helpful, harmful=harmful)
                 else:
                     counts = counters[name]
                     counts[0 if extra == "helpful" else 1] += 1
@@ -77,25 +111,23 @@ def generate(path: Path, events: int, seed: int = 1) -> int:
                 handle.write(b"".join(buffer))
                 buffer.clear()
         handle.write(b"".join(buffer))
+    (path.parent / CHAIN_END).write_text(chain or "pat-001")
     return seq
 
 
 QUERY = r"""
-import sys, time
-from pathlib import Path
-from projections.repository import PlaybookRepository
-from projections.timeline import Timeline
-repo = PlaybookRepository(Path(sys.argv[1]))
-what = sys.argv[2]
+import contextlib, os, sys, time
 started = time.perf_counter()
-timeline = Timeline(repo)
-if what == "show-at":
-    state = timeline.state_at(timeline.resolve(sys.argv[3]))
-    result = sum(len(e) for e in state.sections.values())
-elif what == "history":
-    result = len(timeline.history("pat-001"))
+what = sys.argv[2:]
+if what == ["raw"]:  # one plain pass over the file's bytes: the floor of any query that reads it all
+    with open(os.path.join(sys.argv[1], "playbook.events.jsonl"), "rb") as handle:
+        result = sum(chunk.count(b"\\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
 else:
-    result = len(timeline.newest(20))
+    from playbook.cli import main
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        code = main([*what, "--project", os.path.dirname(sys.argv[1])])
+    assert code == 0, code
+    result = code
 elapsed = time.perf_counter() - started
 peak = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM")) / 1024
 print(f"{elapsed:.3f} {peak:.1f} {result}")
@@ -103,6 +135,7 @@ print(f"{elapsed:.3f} {peak:.1f} {result}")
 
 
 def run(claude_dir: Path, *args: str) -> tuple[float, float, str]:
+    """Seconds (imports included), peak RSS and result of one `playbook` command (or "raw") in a fresh process."""
     out = subprocess.run([sys.executable, "-c", QUERY, str(claude_dir), *args], capture_output=True, text=True,
                          check=True).stdout.split()
     return float(out[0]), float(out[1]), out[2]
@@ -116,17 +149,22 @@ def measure(events: int, keep: str | None = None, say=print) -> list[tuple[str, 
         log = claude_dir / "playbook.events.jsonl"
         started = time.perf_counter()
         last = generate(log, events)
+        end = chain_end(log)
         say(f"generated {events:,} events ({last:,} lines, {log.stat().st_size / 2**20:.0f} MiB) "
             f"in {time.perf_counter() - started:.1f} s")
-        middle = str(last // 2)
-        rows = [("show --at (middle), no checkpoints at all", run(claude_dir, "show-at", middle))]
+        tenth = last // 10
+        rows = [("at (middle), no checkpoints at all", run(claude_dir, "at", str(last // 2)))]
         started = time.perf_counter()
         PlaybookRepository(claude_dir).rebuild()  # what appends and rebuilds leave behind: checkpoints
         say(f"playbook rebuild (snapshot and checkpoints): {time.perf_counter() - started:.1f} s")
-        rows += [("show --at (middle), with checkpoints", run(claude_dir, "show-at", middle)),
-                 ("show --at (a third in), with checkpoints", run(claude_dir, "show-at", str(last // 3))),
-                 ("history pat-001", run(claude_dir, "history")),
-                 ("log -n 20", run(claude_dir, "newest"))]
+        merges = (events // 10) // MERGE_EVERY
+        rows += [("at (a tenth in)", run(claude_dir, "at", str(tenth))),
+                 ("at (a third in)", run(claude_dir, "at", str(last // 3))),
+                 ("diff (three tenths to seven tenths)", run(claude_dir, "diff", str(3 * tenth), str(7 * tenth))),
+                 ("history pat-001 (about 1,000 ratings)", run(claude_dir, "history", "pat-001")),
+                 (f"history {end} (a chain of about {merges} merges followed)", run(claude_dir, "history", end)),
+                 ("log -n 20", run(claude_dir, "log", "-n", "20")),
+                 ("a plain read of the whole file", run(claude_dir, "raw"))]
         return rows
 
 

@@ -13,14 +13,16 @@ from hypothesis import strategies as st
 
 from eventlog.decide import ApplyOperations, Evaluate, Prune, ReplaceContent
 from eventlog.domain import SECTION_SLUGS, PlaybookState
-from eventlog.events import Cause, KeyPointAdded
+from eventlog.events import Cause, KeyPointAdded, KeyPointsMerged
 from eventlog.evolve import apply_transaction
+from eventlog.registry import mentions, touched_names
 from eventlog.store import LogReader
 from projections import checkpoints
 from projections.repository import PlaybookRepository
 from projections.snapshot import playbook_dict
 from projections.diff import apply_diff, diff
 from projections.revert import RevertConflict
+from projections import timeline as timeline_module
 from projections.timeline import Timeline, TimelineError
 from projections.verify import verify
 
@@ -199,6 +201,38 @@ def test_history_follows_merges_back_and_ends_with_the_entry_s_fate(tmp_path):
     assert items[1].event.previous_text == "a" and items[1].after.text == "a2"
     assert items[6].after.harmful == 1 and items[6].event.rationale == "r0"
     assert items[-1].event.reason == "wrong" and items[-1].after is None
+
+
+def reference_history(repo: PlaybookRepository, name: str, until: int | None = None,
+                      seen: set[str] | None = None) -> list[tuple[str, int]]:
+    """History by the plainest road: every transaction, oldest first, each event that mentions the entry."""
+    seen = set() if seen is None else seen
+    seen.add(name)
+    items: list[tuple[str, int]] = []
+    for transaction in LogReader(repo.store.path):
+        if until is not None and transaction.start.seq >= until:
+            break
+        for event in transaction.events:
+            if not mentions(event, name):
+                continue
+            if isinstance(event, KeyPointsMerged) and event.name == name:
+                for source in event.sources:
+                    if source not in seen:
+                        items += reference_history(repo, source, event.seq, seen)
+            items.append((name, event.seq))
+    return items
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(step, min_size=1, max_size=16), block=st.sampled_from([1 << 22, 200, 1500]))
+def test_history_in_one_backward_pass_equals_a_forward_read_of_every_transaction(tmp_path_factory, monkeypatch,
+                                                                                  steps, block):
+    monkeypatch.setattr(timeline_module, "_BACK_BLOCK", block)  # many blocks, transactions longer than one
+    repo = fresh_repo(tmp_path_factory)
+    build(repo, steps)
+    names = {name for t in LogReader(repo.store.path) for e in t.events for name in touched_names(e)}
+    for name in sorted(names):
+        assert [(i.entry, i.event.seq) for i in Timeline(repo).history(name)] == reference_history(repo, name), name
 
 
 # --- verify finds each kind of damage, with its line -----------------------------------------------
