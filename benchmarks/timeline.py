@@ -13,6 +13,7 @@ follows every merge back), then times each query in a fresh process (peak memory
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import subprocess
 import sys
@@ -136,8 +137,9 @@ print(f"{elapsed:.3f} {peak:.1f} {result}")
 
 def run(claude_dir: Path, *args: str) -> tuple[float, float, str]:
     """Seconds (imports included), peak RSS and result of one `playbook` command (or "raw") in a fresh process."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # as installed: bytecode cached
     out = subprocess.run([sys.executable, "-c", QUERY, str(claude_dir), *args], capture_output=True, text=True,
-                         check=True).stdout.split()
+                         check=True, env=env).stdout.split()
     return float(out[0]), float(out[1]), out[2]
 
 
@@ -153,6 +155,7 @@ def measure(events: int, keep: str | None = None, say=print) -> list[tuple[str, 
         say(f"generated {events:,} events ({last:,} lines, {log.stat().st_size / 2**20:.0f} MiB) "
             f"in {time.perf_counter() - started:.1f} s")
         tenth = last // 10
+        run(claude_dir, "log", "-n", "1")  # bytecode written once, as a first run after installing does
         rows = [("at (middle), no checkpoints at all", run(claude_dir, "at", str(last // 2)))]
         started = time.perf_counter()
         PlaybookRepository(claude_dir).rebuild()  # what appends and rebuilds leave behind: checkpoints

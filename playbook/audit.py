@@ -5,7 +5,6 @@ Small functions over `projections.timeline`; rendering lives in `playbook.report
 
 from __future__ import annotations
 
-import bisect
 from pathlib import Path
 from typing import Any
 
@@ -72,11 +71,7 @@ class PointState(msgspec.Struct):
 
 
 def _commit_ending_at(timeline: Timeline, seq: int) -> Any:
-    if seq <= 0:
-        return None
-    refs = timeline.refs
-    index = bisect.bisect_right([r.end.seq for r in refs], seq) - 1
-    return refs[index].commit if index >= 0 and refs[index].end.seq == seq else None
+    return timeline.commit_ending_at(seq)
 
 
 def state_at(timeline: Timeline, when: str, before: bool = False) -> PointState:

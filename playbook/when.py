@@ -50,7 +50,7 @@ def check_prefix(timeline: Timeline, text: str, digits_are_seq: bool = True) -> 
     """Refuse a transaction prefix shared by several transactions; note a number that also begins one."""
     if len(text) < 6:
         return
-    txs = sorted({r.commit.tx for r in timeline.refs if r.commit.tx.startswith(text)})
+    txs = timeline.txs_beginning(text)
     # the test Timeline.resolve applies (isdecimal, not isdigit: int() rejects "³")
     if digits_are_seq and text.isdecimal() and len(text) < 16:
         refs = timeline.refs

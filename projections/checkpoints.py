@@ -79,7 +79,7 @@ def _seq_of(name: str) -> int | None:
 def clear(directory: Path) -> int:
     """Remove every checkpoint, the commit index and what killed writers left; returns how many files went."""
     removed = remove_leftovers(directory)
-    for path in directory.glob("*.msgpack") if directory.exists() else []:
+    for path in [*directory.glob("*.msgpack"), *directory.glob("*.index")] if directory.exists() else []:
         path.unlink(missing_ok=True)
         removed += 1
     return removed

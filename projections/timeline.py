@@ -27,18 +27,17 @@ from eventlog.events import Event, TransactionCommitted, UnknownRecord
 from eventlog.evolve import apply_transaction
 from eventlog.registry import json_string, mentions
 from eventlog.checks import chained, find_damage, hash_at
-from eventlog.files import make_dirs
-from eventlog.store import LogReader, Position, Transaction
+from eventlog.store import LogReader, Position, Transaction, fold_log
 
 from . import checkpoints
 from .checkpoints import CHECKPOINT_DIR
+from .commitindex import CommitIndex, CommitRef
 from .repository import PlaybookRepository
 from .snapshot import write_atomically
 
 if TYPE_CHECKING:
     from .revert import RevertPlan
 
-COMMIT_INDEX = "commits.msgpack"
 _WINDOW = 64 << 10
 _BACK_BLOCK = 4 << 20
 _CREATING = (ev.KeyPointAdded, ev.KeyPointsMerged)
@@ -56,14 +55,6 @@ class TimelineError(PlaybookError):
         super().__init__(message)
 
 
-class CommitRef(msgspec.Struct, frozen=True):
-    """Where one committed transaction ends in the log, and what its commit record says."""
-
-    commit: TransactionCommitted
-    start: Position
-    end: Position
-
-
 class HistoryItem(msgspec.Struct, frozen=True):
     """One thing that happened to an entry: the event, its transaction's commit, and the entry after it."""
 
@@ -73,31 +64,7 @@ class HistoryItem(msgspec.Struct, frozen=True):
     after: KeyPoint | None
 
 
-# --- the commit index ---------------------------------------------------------------------------
-
-
-def commit_index(path: Path, known: list[CommitRef] | None = None) -> list[CommitRef]:
-    """Every committed transaction's commit record and position, found by byte search (no fold).
-
-    `known` is an earlier index of the same log; it is extended from its last entry."""
-    refs = list(known or [])
-    previous = refs[-1].end if refs else Position()
-    try:
-        handle = open(path, "rb")
-    except (FileNotFoundError, NotADirectoryError):
-        return refs
-    with handle:
-        for begin in logformat.commit_starts(path, handle, previous.offset):
-            raw = logformat.line_at(handle, begin)
-            try:
-                commit = logformat.commit_decoder.decode(raw)
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                continue  # an unfinished or damaged line: not a commit readers would accept
-            position = Position(offset=begin + len(raw), seq=commit.seq, hash=logformat.hash_after(raw),
-                                line=previous.line + commit.events + 1)
-            refs.append(CommitRef(commit=commit, start=previous, end=position))
-            previous = position
-    return refs
+# --- one transaction ---------------------------------------------------------------------------
 
 
 def read_transaction(path: Path, ref: CommitRef) -> Transaction:
@@ -130,27 +97,13 @@ class Timeline:
         self.repo = repo
         self.path = repo.log_path
         self.checkpoint_dir = repo.claude_dir / CHECKPOINT_DIR
-        self._refs: list[CommitRef] | None = None
+        self._refs: CommitIndex | None = None
 
     @property
-    def refs(self) -> list[CommitRef]:
-        """The commit index, kept beside the checkpoints and extended as the log grows."""
+    def refs(self) -> CommitIndex:
+        """The commit index (`projections.commitindex`), kept beside the checkpoints and extended as the log grows."""
         if self._refs is None:
-            cache = self.checkpoint_dir / COMMIT_INDEX
-            known: list[CommitRef] = []
-            try:
-                known = msgspec.msgpack.decode(cache.read_bytes(), type=list[CommitRef])
-                if known and not hash_at(self.path, known[-1].end):
-                    known = []
-            except (OSError, msgspec.DecodeError, msgspec.ValidationError):
-                known = []
-            self._refs = commit_index(self.path, known)
-            if len(self._refs) > len(known):
-                try:
-                    make_dirs(self.checkpoint_dir)
-                    write_atomically(cache, msgspec.msgpack.encode(self._refs))
-                except OSError:
-                    pass  # only a cache
+            self._refs = CommitIndex.load(self.path, self.checkpoint_dir)
         return self._refs
 
     # --- resolving a point ------------------------------------------------------------------
@@ -159,28 +112,44 @@ class Timeline:
         """Indexes of the transaction `text` names: its full id, or a prefix of 6+ characters that
         only one transaction has. Raises TimelineError on an ambiguous prefix."""
         refs = self.refs
-        exact = [i for i, r in enumerate(refs) if r.commit.tx == text]
+        beginning = refs.beginning(text) if text else []
+        exact = [i for i in beginning if refs.tx(i) == text]
         if exact or len(text) < 6:
             return exact
-        found = [i for i, r in enumerate(refs) if r.commit.tx.startswith(text)]
-        if len(found) > 1:
-            shown = ", ".join(refs[i].commit.tx for i in found[:5])
-            raise TimelineError(f"{text!r} is ambiguous: it begins {len(found)} transactions ({shown})", named=text,
-                                candidates=tuple(refs[i].commit.tx for i in found))
-        return found
+        if len(beginning) > 1:
+            shown = ", ".join(refs.tx(i) for i in beginning[:5])
+            raise TimelineError(f"{text!r} is ambiguous: it begins {len(beginning)} transactions ({shown})", named=text,
+                                candidates=tuple(refs.tx(i) for i in beginning))
+        return beginning
+
+    def txs_beginning(self, text: str) -> list[str]:
+        """The ids of the transactions that begin with `text`, sorted, each once."""
+        refs = self.refs
+        return sorted({refs.tx(i) for i in refs.beginning(text)}) if text else []
 
     def match(self, text: str) -> list[int]:
         """Indexes of the transactions `text` names: one transaction, or every transaction of a session
         (its full id, or a prefix of 6+ characters that only one session has). Raises TimelineError on
         an ambiguous prefix."""
-        found = self.match_tx(text) or [i for i, r in enumerate(self.refs) if r.commit.session == text]
+        refs = self.refs
+        found = self.match_tx(text)
+        if found or not text:
+            return found
+        beginning = refs.beginning(text, session=True)
+        found = [i for i in beginning if refs.session(i) == text]
         if found or len(text) < 6:
             return found
-        sessions = sorted({r.commit.session for r in self.refs if r.commit.session and r.commit.session.startswith(text)})
+        sessions = sorted({session for i in beginning if (session := refs.session(i))})
         if len(sessions) > 1:
             raise TimelineError(f"{text!r} is ambiguous: it begins {len(sessions)} sessions ({', '.join(sessions[:5])})",
                                 named=text, candidates=tuple(sessions))
-        return [i for i, r in enumerate(self.refs) if sessions and r.commit.session == sessions[0]]
+        return [i for i in beginning if sessions and refs.session(i) == sessions[0]]
+
+    def commit_ending_at(self, seq: int) -> TransactionCommitted | None:
+        """The commit record of the transaction that ends at `seq`, if one does (a binary search)."""
+        refs = self.refs
+        index = refs.last_ending_by(seq) if seq > 0 else -1
+        return refs.commit(index) if index >= 0 and refs.seq(index) == seq else None
 
     def resolve(self, when: str, before: bool = False) -> Position:
         """The log position `when` names: a seq number, a transaction id or a session id (for those, the
@@ -203,24 +172,47 @@ class Timeline:
 
     def position_at(self, moment: datetime) -> Position:
         """The point just after the last transaction committed at or before `moment`."""
-        chosen = [r for r in self.refs if parse_time(r.commit.at) <= moment]
-        return chosen[-1].end if chosen else Position()
+        refs = self.refs
+        delta = moment - datetime(1970, 1, 1, tzinfo=timezone.utc)
+        limit = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+        for index in range(len(refs) - 1, -1, -1):
+            micros = refs.micros(index)
+            if micros is None:
+                if parse_time(refs.commit(index).at) <= moment:  # raises ValueError, as for any unreadable time
+                    return refs.end(index)
+            elif micros <= limit:
+                return refs.end(index)
+        return Position()
 
 
     # --- state at a point -------------------------------------------------------------------
 
     def state_at(self, position: Position) -> PlaybookState:
         """The playbook as it was at `position` (all transactions up to its seq): one fold of the
-        log prefix, from the nearest checkpoint."""
+        log prefix, from the nearest checkpoint, on the fast path; a checkpoint mark passed on the
+        way leaves a checkpoint."""
         state, start = self._nearest(position)
-        seq = start.seq
-        for transaction in LogReader(self.path, start):
-            if transaction.end.seq > position.seq:
+        refs = self.refs
+        if position.offset >= 0:
+            end = position.offset
+        else:  # a seq alone: the end of the last transaction that ends by it, found in the index
+            index = refs.last_ending_by(position.seq)
+            end = refs.end(index).offset if index >= 0 else 0
+        if end <= start.offset:
+            return state
+        every = checkpoints.CHECKPOINT_EVERY
+        mark = (start.seq // every + 1) * every
+        while True:
+            crossing = refs.last_ending_by(mark - 1) + 1  # the transaction that passes the mark
+            if crossing >= len(refs) or refs.end(crossing).offset > end:
                 break
-            apply_transaction(state, transaction.events, transaction.commit.seq, transaction.commit.at)
-            if checkpoints.crosses(seq, transaction.end.seq):
-                self._save_checkpoint(state, transaction.end)
-            seq = transaction.end.seq
+            stop = refs.end(crossing)
+            state, start, _torn = fold_log(self.path, state, start, until=stop.offset)
+            if start.offset != stop.offset:
+                return state  # the log no longer reads as its index says: what was folded is all there is
+            self._save_checkpoint(state, stop)
+            mark = (stop.seq // every + 1) * every
+        state, _position, _torn = fold_log(self.path, state, start, until=end)
         return state
 
     def _nearest(self, position: Position) -> tuple[PlaybookState, Position]:

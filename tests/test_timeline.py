@@ -16,6 +16,7 @@ from eventlog.domain import SECTION_SLUGS, PlaybookState
 from eventlog.events import Cause, KeyPointAdded, KeyPointsMerged
 from eventlog.evolve import apply_transaction
 from eventlog.registry import mentions, touched_names
+from eventlog import store
 from eventlog.store import LogReader
 from projections import checkpoints
 from projections.repository import PlaybookRepository
@@ -168,14 +169,16 @@ def test_a_transaction_written_while_a_revert_is_planned_is_not_undone(tmp_path)
     assert [kp.text for _, kp in repo.current()[0].entries()] == ["written meanwhile"]
 
 
-def test_an_ambiguous_transaction_prefix_is_refused(tmp_path):
+def test_an_ambiguous_transaction_prefix_is_refused(tmp_path, monkeypatch):
+    ids = iter(["0123abcd00000000", "0123abcdffffffff"])
+    new_transaction = store.new_transaction
+    monkeypatch.setattr(store, "new_transaction", lambda: (next(ids), new_transaction()[1]))
     repo = PlaybookRepository(tmp_path / ".claude")
     for text in ("a", "b"):
         repo.append([ApplyOperations([{"type": "ADD", "text": text}])], Cause(source="t"))
     timeline = Timeline(repo)
     txs = [r.commit.tx for r in timeline.refs]
-    timeline.refs[1] = msgspec.structs.replace(timeline.refs[1], commit=msgspec.structs.replace(
-        timeline.refs[1].commit, tx=txs[0][:8] + "ffffffff"))
+    assert txs == ["0123abcd00000000", "0123abcdffffffff"]
     with pytest.raises(TimelineError, match="ambiguous"):
         timeline.match_tx(txs[0][:8])
     assert timeline.match_tx(txs[0]) == [0]

@@ -1,0 +1,64 @@
+"""The commit index: fixed-width records on disk that say what a read of the log would, kept current and checked."""
+
+from __future__ import annotations
+
+from eventlog.decide import ApplyOperations
+from eventlog.events import Cause
+from eventlog.store import LogReader, Position
+from projections.commitindex import INDEX_FILE, CommitIndex
+from projections.repository import PlaybookRepository
+from projections.timeline import Timeline
+
+
+def add(repo: PlaybookRepository, text: str, session: str | None = None) -> None:
+    repo.append([ApplyOperations([{"type": "ADD", "text": text}])], Cause(source="t", session=session))
+
+
+def expected(repo: PlaybookRepository) -> list[tuple]:
+    return [(t.commit, t.start, t.end) for t in LogReader(repo.store.path)]
+
+
+def as_tuples(index: CommitIndex) -> list[tuple]:
+    return [(r.commit, r.start, r.end) for r in index]
+
+
+def test_the_index_matches_a_read_of_the_log_and_grows_with_it(tmp_path):
+    repo = PlaybookRepository(tmp_path / ".claude")
+    for number in range(5):
+        add(repo, f"tip {number}", session=f"s{number % 2}")
+    timeline = Timeline(repo)
+    assert as_tuples(timeline.refs) == expected(repo)
+    kept = (timeline.checkpoint_dir / INDEX_FILE).stat().st_size
+    add(repo, "one more")
+    again = Timeline(repo).refs
+    assert as_tuples(again) == expected(repo)
+    assert (timeline.checkpoint_dir / INDEX_FILE).stat().st_size > kept
+    assert again.last_ending_by(again.end(2).seq) == 2 and again.last_ending_by(again.end(2).seq - 1) == 1
+    assert again.last_ending_by(0) == -1 and again.start(0) == Position()
+    assert Timeline(repo).match("s1") == [1, 3]
+
+
+def test_an_index_of_another_log_is_not_trusted(tmp_path):
+    repo = PlaybookRepository(tmp_path / ".claude")
+    for number in range(3):
+        add(repo, f"tip {number}")
+    assert len(Timeline(repo).refs) == 3
+    other = PlaybookRepository(tmp_path / "other" / ".claude")
+    for number in range(2):
+        add(other, f"other {number}")
+    repo.store.path.write_bytes(other.store.path.read_bytes())  # a log replaced under a kept index
+    assert as_tuples(Timeline(repo).refs) == expected(repo)
+
+
+def test_ids_too_long_for_their_column_are_read_from_the_log(tmp_path):
+    repo = PlaybookRepository(tmp_path / ".claude")
+    long_session = "session-" + "x" * 80
+    add(repo, "a", session=long_session)
+    add(repo, "b", session="short")
+    timeline = Timeline(repo)
+    assert timeline.refs.session(0) == long_session
+    assert timeline.match(long_session) == [0]
+    assert timeline.match(long_session[:30]) == [0]
+    assert timeline.match("short") == [1]
+    tx = timeline.refs.tx(1)
+    assert timeline.match_tx(tx[:7]) == [1] and timeline.txs_beginning(tx[:7]) == [tx]
