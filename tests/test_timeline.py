@@ -292,6 +292,41 @@ def test_verify_finds_a_truncated_tail(tmp_path):
     assert problem.line == 7 and "unfinished" in problem.what
 
 
+def _damages(lines: list[bytes]) -> dict[str, bytes]:
+    """Each kind of damage to a log of whole lines, as the damaged file's bytes."""
+    whole = b"".join(lines)
+    swapped = list(lines)
+    swapped[2], swapped[3] = swapped[3], swapped[2]
+    commit = next(i for i, line in enumerate(lines) if line.startswith(b'{"type":"TransactionCommitted"'))
+    return {
+        "none": whole,
+        "byte flipped in an event": b"".join(lines[:4] + [lines[4].replace(b'"three"', b'"thrEe"')] + lines[5:]),
+        "byte flipped in a commit line": b"".join(lines[:commit] + [lines[commit].replace(b'"seq":', b'"seQ":')]
+                                                  + lines[commit + 1:]),
+        "line deleted": b"".join(lines[:2] + lines[3:]),
+        "lines swapped": b"".join(swapped),
+        "tail cut mid-line": whole[:-40],
+        "last line damaged whole": whole[:-5] + b"X" + whole[-4:],
+        "junk appended": whole + b'{"type":"KeyPointAdded","seq":99\n',
+        "a line of junk in the middle": b"".join(lines[:3] + [b"not json at all\n"] + lines[3:]),
+        "last commit's newline missing": whole[:-1],
+        "empty": b"",
+    }
+
+
+@pytest.mark.parametrize("damage", ["none", "byte flipped in an event", "byte flipped in a commit line", "line deleted",
+                                    "lines swapped", "tail cut mid-line", "last line damaged whole", "junk appended",
+                                    "a line of junk in the middle", "last commit's newline missing", "empty"])
+def test_verify_on_the_fast_path_gives_the_strict_reader_s_verdicts(tmp_path, damage):
+    repo = small_log(tmp_path)
+    repo.store.path.write_bytes(_damages(lines_of(repo))[damage])
+    fast, strict = verify(repo), verify(repo, strict=True)
+    assert (fast.problems, fast.transactions, fast.events, fast.seq) == (
+        strict.problems, strict.transactions, strict.events, strict.seq)
+    if damage != "none":
+        assert not fast.ok
+
+
 def test_verify_finds_a_snapshot_edited_by_hand_and_the_line(tmp_path):
     repo = small_log(tmp_path)
     text = repo.snapshot_path.read_text().splitlines()
