@@ -183,9 +183,11 @@ def save_playbook(playbook: dict) -> None:
     playbook.pop("key_points", None)
     base = _origin(playbook)
     pending: list[Command] = list(getattr(playbook, "pending", []) or []) if base is not None else []
+    reported: list[Event] = []
     if pending and base is not None:
-        # What the facade calls produced from the loaded state; anything beyond it was edited by hand.
-        base = fold(decide_all(base, pending), base)
+        # What the facade calls produced from the loaded state (and reported); anything beyond it was edited by hand.
+        reported = decide_all(base, pending)
+        base = fold(reported, base)
     committed = repository().append(
         [*pending, ReplaceContent(target=playbook, origin="save_playbook", base=base)],
         Cause(source="save_playbook"),
@@ -198,7 +200,7 @@ def save_playbook(playbook: dict) -> None:
         playbook["version"] = committed.state.version
         playbook["last_updated"] = committed.state.last_updated
         playbook.origin, playbook.pending = committed.state.copy(), []
-        report(committed.events)
+        report(committed.events, already=reported)
         return
     renamed = {e.proposed_name: e.name for e in committed.events if isinstance(e, KeyPointAdded) and e.proposed_name}
     if renamed:

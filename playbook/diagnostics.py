@@ -141,9 +141,16 @@ def divergence_line(divergence: Divergence, injected: bool = False) -> str:
             "`playbook recover` takes its content back into the log")
 
 
-def report(events: list[ev.Event]) -> None:
-    """Print what deserves the user's eye to stderr; in diagnostic mode, write the diagnostic files."""
+def report(events: list[ev.Event], already: list[ev.Event] | None = None) -> None:
+    """Print what deserves the user's eye to stderr; in diagnostic mode, write the diagnostic files.
+
+    What `already` describes was reported before (the facade calls that produced it): each of its lines
+    is left out once, so replaying those calls into the log does not say the same thing twice."""
     stderr, notes = describe(events)
+    if already:
+        said, noted = describe(already)
+        stderr = _without(stderr, said)
+        notes = {name: kept for name, lines in notes.items() if (kept := _without(lines, noted.get(name, [])))}
     for line in stderr:
         warn(line)
     if notes and is_diagnostic_mode():
@@ -167,3 +174,15 @@ def report_opened(repos: list[PlaybookRepository], injected: bool = False) -> No
         divergence = repo.divergence()
         if divergence is not None:
             warn(divergence_line(divergence, injected))
+
+
+def _without(lines: list[str], said: list[str]) -> list[str]:
+    """`lines` less one occurrence of each line of `said`."""
+    left = list(said)
+    kept = []
+    for line in lines:
+        if line in left:
+            left.remove(line)
+        else:
+            kept.append(line)
+    return kept

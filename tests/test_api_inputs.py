@@ -253,3 +253,16 @@ def test_pending_commands_do_not_follow_later_edits_of_the_extraction():
     assert load_playbook()["sections"] == pb["sections"]
     log = repository().store.path.read_text(encoding="utf-8")
     assert "phantom" not in log and "edited afterwards" not in log
+
+
+def test_a_prune_is_reported_once_through_update_and_save(capsys):
+    pb = {"version": "1.0", "last_updated": None,
+          "sections": {slug: [] for slug in SECTION_SLUGS} | {MIS: [kp("mis-001", "keep", 0, 2), kp("mis-002", "bad", 0, 3)]}}
+    save_playbook(pb)
+    loaded = load_playbook()
+    capsys.readouterr()
+    updated = update_playbook_data(loaded, {"evaluations": [{"name": "mis-001", "rating": "harmful"}]})
+    save_playbook(updated)
+    err = capsys.readouterr().err
+    assert err.count("pruned mis-001") == 1 and err.count("pruned mis-002") == 1, err
+    assert [e["name"] for e in load_playbook()["sections"][MIS]] == []
