@@ -92,8 +92,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if when is None:
         repo = repository(project_dir(args))
         state = repo.state()  # a legacy or hand-edited playbook.json first, as the hooks do; said by cli.main
-        newest = _timeline(args).newest(1)
-        point = PointState(state=state, seq=state.seq, commit=newest[0].commit if newest else None)
+        point = PointState(state=state, seq=state.seq, commit=_timeline(args).last_commit())
     else:
         point = state_at(_timeline(args), when, before=args.before)
     label = None if when is None else f"{when} (just before)" if args.before else when

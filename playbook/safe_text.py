@@ -20,4 +20,7 @@ def _escape(match: re.Match) -> str:
 
 def clean(value: Any) -> str:
     """`value` as one line of text with every unsafe character written as an escape, repr-style."""
-    return UNSAFE.sub(_escape, value if isinstance(value, str) else str(value))
+    text = value if isinstance(value, str) else str(value)
+    if text.isascii() and text.isprintable():  # no control character at all: the common case, at C speed
+        return text
+    return UNSAFE.sub(_escape, text)

@@ -249,6 +249,10 @@ class Timeline:
                     break
         return found
 
+    def last_commit(self) -> TransactionCommitted | None:
+        """The commit record of the log's last transaction, found from the end (its events are not read)."""
+        return next((ref.commit for ref in self._refs_from_end()), None)
+
     def _refs_from_end(self) -> Iterator[CommitRef]:
         """Commit positions from the last one back (line numbers unknown: 0)."""
         if self._refs is not None:
