@@ -56,6 +56,8 @@ SESSION_END_MS = 300.0
 FOLD_RATIO = 0.5
 FOLD_PEAK_MB = 150.0
 QUERY_SECONDS, QUERY_MB, TIME_TRAVEL_MB = 1.0, 200.0, 100.0
+CHECK_RATIO = 1.5
+SHOW_SECONDS = 0.05
 PAGE_SECONDS, PAGE_MB, FIRST_SCREEN_SECONDS = 5.0, 300.0, 2.0
 
 
@@ -182,6 +184,14 @@ def timeline(report: Report, mode: dict[str, Any]) -> None:
     rows = bench.measure(events, say=lambda text: say("  " + text))
     report.section(f"time travel and audit on {events:,} events (each command in a fresh process, imports included)")
     raw = dict(rows).get("a plain read of the whole file")
+    checks = {name: statistics.median(r[0] for n, r in rows if n == name) for name in ("verify", "stats", bench.RAW_DECODE)}
+    decode = checks[bench.RAW_DECODE]
+    for name in ("verify", "stats"):
+        peak = max(r[1] for n, r in rows if n == name)
+        report.row(f"{name} (median of 3, beside a raw decode)", f"{checks[name]:.2f} s, peak {peak:.0f} MB "
+                   f"({checks[name] / decode:.2f}x a raw decode of {decode:.2f} s)",
+                   f"<= {CHECK_RATIO:g}x raw decode", checks[name] / decode <= CHECK_RATIO)
+    rows = [(name, figures) for name, figures in rows if name not in checks]
     for name, (seconds, peak, _result) in rows:
         figure = f"{seconds * 1000:.0f} ms, peak {peak:.0f} MB"
         if "no checkpoints" in name or raw is None or name.startswith("a plain read"):
@@ -194,6 +204,19 @@ def timeline(report: Report, mode: dict[str, Any]) -> None:
                        seconds < QUERY_SECONDS and peak < TIME_TRAVEL_MB)
         else:
             report.row(name, figure, f"< {QUERY_SECONDS:g} s, < {QUERY_MB:g} MB", seconds < QUERY_SECONDS and peak < QUERY_MB)
+
+
+def show(report: Report, mode: dict[str, Any]) -> None:
+    from benchmarks import timeline as bench
+
+    runs = mode["hook_runs"] // 4
+    say(f"show: 5,000 key points, {runs} runs")
+    figures = bench.measure_show(5000, runs)
+    report.section(f"playbook show at {figures['size']:,} key points ({runs} runs in fresh processes; medians)")
+    report.row("show, inside its process (imports, read, print)", _ms(figures["inside"]), f"< {SHOW_SECONDS * 1000:g} ms",
+               figures["inside"] < SHOW_SECONDS)
+    report.row("show, the whole process vs python -c pass", f"{_ms(figures['show'])} vs {_ms(figures['bare'])} "
+               f"({(figures['show'] - figures['bare']) * 1000:+.1f} ms)", "context")
 
 
 def lean(report: Report, mode: dict[str, Any]) -> None:
@@ -397,6 +420,7 @@ def main(argv: list[str] | None = None) -> int:
         ("hooks", lambda: hooks(report, mode)),
         ("fold and append", lambda: fold_and_append(report, mode, args.tmpdir)),
         ("timeline", lambda: timeline(report, mode)),
+        ("show", lambda: show(report, mode)),
         ("lean context", lambda: lean(report, mode)),
         ("tokens per cycle", lambda: condense(report, mode)),
         ("page", lambda: page(report, mode)),

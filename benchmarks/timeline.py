@@ -30,6 +30,7 @@ SECTIONS = ("PATTERNS & APPROACHES", "MISTAKES TO AVOID", "USER PREFERENCES", "P
 SLUGS = ("pat", "mis", "pref", "ctx", "oth")
 MERGE_EVERY = 1800
 CHAIN_END = "chain-end"
+RAW_DECODE = "raw decode of every line (msgspec, full records)"
 """What `history` is asked about to follow the merge chain: the name of the chain's newest entry."""
 
 
@@ -123,6 +124,14 @@ what = sys.argv[2:]
 if what == ["raw"]:  # one plain pass over the file's bytes: the floor of any query that reads it all
     with open(os.path.join(sys.argv[1], "playbook.events.jsonl"), "rb") as handle:
         result = sum(chunk.count(b"\\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
+elif what == ["decode"]:  # msgspec decoding every line into its record, nothing else: what a whole-log check is held to
+    from eventlog.wholelines import WholeLines
+    from eventlog.registry import record_decoder
+    with open(os.path.join(sys.argv[1], "playbook.events.jsonl"), "rb", buffering=0) as handle:
+        result = 0
+        for buffer, size in WholeLines(handle):
+            with memoryview(buffer) as view:
+                result += len(record_decoder.decode_lines(view[:size]))
 else:
     from playbook.cli import main
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
@@ -166,8 +175,11 @@ def measure(events: int, keep: str | None = None, say=print) -> list[tuple[str, 
                  ("diff (three tenths to seven tenths)", run(claude_dir, "diff", str(3 * tenth), str(7 * tenth))),
                  ("history pat-001 (about 1,000 ratings)", run(claude_dir, "history", "pat-001")),
                  (f"history {end} (a chain of about {merges} merges followed)", run(claude_dir, "history", end)),
-                 ("log -n 20", run(claude_dir, "log", "-n", "20")),
-                 ("a plain read of the whole file", run(claude_dir, "raw"))]
+                 ("log -n 20", run(claude_dir, "log", "-n", "20"))]
+        for _ in range(3):  # the whole-log checks beside a raw decode, interleaved: their ratio is the figure
+            rows += [("verify", run(claude_dir, "verify")), ("stats", run(claude_dir, "stats")),
+                     (RAW_DECODE, run(claude_dir, "decode"))]
+        rows.append(("a plain read of the whole file", run(claude_dir, "raw")))
         return rows
 
 
@@ -184,3 +196,41 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+SHOW = r"""
+import contextlib, io, sys, time
+started = time.perf_counter()
+from playbook.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    main(["show", "--project", sys.argv[1]])
+print(f"{time.perf_counter() - started:.4f}")
+"""
+
+
+def measure_show(size: int = 5000, runs: int = 10) -> dict[str, float]:
+    """Medians (seconds) of `playbook show` on a `size`-key-point playbook in a fresh process, of its own work
+    there (imports included), and of `python -c pass`, interleaved."""
+    import statistics
+
+    from benchmarks.lean import seed_project
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    with tempfile.TemporaryDirectory(prefix="bench-show-") as tmp:
+        project = Path(tmp) / "project"
+        seed_project(project, size)
+        whole, inside, bare = [], [], []
+        for index in range(runs + 1):
+            started = time.perf_counter()
+            done = subprocess.run([sys.executable, "-c", SHOW, str(project)], capture_output=True, text=True,
+                                  check=True, env=env)
+            took = time.perf_counter() - started
+            started = time.perf_counter()
+            subprocess.run([sys.executable, "-c", "pass"], check=True, env=env)
+            plain = time.perf_counter() - started
+            if index:  # the first run writes the bytecode
+                whole.append(took)
+                inside.append(float(done.stdout.split()[-1]))
+                bare.append(plain)
+    return {"size": size, "show": statistics.median(whole), "inside": statistics.median(inside),
+            "bare": statistics.median(bare)}
