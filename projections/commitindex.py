@@ -44,6 +44,18 @@ _NO_TIME = -(1 << 63)
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
+class _Wider(Exception):
+    """A chain hash wider than the index's column: the index is written again with a wider one."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__(width)
+        self.width = width
+
+
+def _header(width: int) -> bytes:
+    return _HEADER.pack(_MAGIC, _VERSION, width, _FIXED.size + width + _TX_WIDTH + _SESSION_WIDTH)
+
+
 class CommitRef(msgspec.Struct, frozen=True):
     """Where one committed transaction ends in the log, and what its commit record says."""
 
@@ -84,24 +96,23 @@ class CommitIndex(Sequence[CommitRef]):
 
     @classmethod
     def load(cls, log: Path, directory: Path) -> CommitIndex:
-        """The index of `log` kept in `directory`, checked against the log and extended to its end."""
+        """The index of `log` kept in `directory`, checked against the log and extended to its end.
+
+        Records are written as the log's commit lines are found, so building the index of a long log
+        holds one record at a time, not the list of its transactions."""
         path = directory / INDEX_FILE
         index = cls._open(log, path)
         if index is not None and index._count and not hash_at(log, index.end(index._count - 1)):
             index.close()
             index = None
-        if index is None:
-            index = cls(log, _HEADER.pack(_MAGIC, _VERSION, 8, _FIXED.size + 8 + _TX_WIDTH + _SESSION_WIDTH), 8)
-        new, width = index._scan_from_end()
-        if not new:
-            return index
-        if width > index._width:  # a longer chain hash than the index holds: written again, wider
-            old = [index._record(i) for i in range(index._count)]
-            index.close()
-            index = cls(log, _HEADER.pack(_MAGIC, _VERSION, width, _FIXED.size + width + _TX_WIDTH + _SESSION_WIDTH),
-                        width)
-            new = old + new
-        return index._extended(path, new)
+        width = index._width if index is not None else 8
+        while True:
+            base = index if index is not None else cls(log, _header(width), width)
+            try:
+                return base._extended(path)
+            except _Wider as wider:  # a longer chain hash than the index holds: every record written again
+                base.close()
+                index, width = None, max(wider.width, 64)
 
     @classmethod
     def _open(cls, log: Path, path: Path) -> CommitIndex | None:
@@ -118,15 +129,13 @@ class CommitIndex(Sequence[CommitRef]):
             return None
         return cls(log, data, width)
 
-    def _scan_from_end(self) -> tuple[list[tuple[Position, int, TransactionCommitted]], int]:
-        """The transactions committed after the last record: (end, commit line start, commit); the widest hash."""
+    def _records_after_own(self) -> Iterator[bytes]:
+        """The records of the transactions committed after this index's last one, packed, as found."""
         previous = self.end(self._count - 1) if self._count else Position()
-        found: list[tuple[Position, int, TransactionCommitted]] = []
-        width = self._width
         try:
             handle = open(self.log, "rb")
         except (FileNotFoundError, NotADirectoryError):
-            return found, width
+            return
         with handle:
             for begin in logformat.commit_starts(self.log, handle, previous.offset):
                 raw = logformat.line_at(handle, begin)
@@ -136,19 +145,24 @@ class CommitIndex(Sequence[CommitRef]):
                     continue  # an unfinished or damaged line: not a commit readers would accept
                 position = Position(offset=begin + len(raw), seq=commit.seq, hash=logformat.hash_after(raw),
                                     line=previous.line + commit.events + 1)
-                width = max(width, len(position.hash.encode()))
-                found.append((position, begin, commit))
+                yield self._pack(position, begin, commit)
                 previous = position
-        return found, width
 
     def _pack(self, end: Position, begin: int, commit: TransactionCommitted) -> bytes:
-        return (_FIXED.pack(end.offset, end.seq, end.line, begin, _micros(commit.at))
-                + end.hash.encode().ljust(self._width, b"\0")
+        digits = end.hash.encode()
+        if len(digits) > self._width:
+            raise _Wider(len(digits))
+        return (_FIXED.pack(end.offset, end.seq, end.line, begin, _micros(commit.at)) + digits.ljust(self._width, b"\0")
                 + _field(commit.tx, _TX_WIDTH) + _field(commit.session, _SESSION_WIDTH))
 
-    def _extended(self, path: Path, new: list[tuple[Position, int, TransactionCommitted]]) -> CommitIndex:
-        """This index with `new` records after its own, kept at `path` when the directory allows."""
-        records = b"".join(self._pack(*item) for item in new)
+    def _extended(self, path: Path) -> CommitIndex:
+        """This index with the records of the log's newer transactions after its own, kept at `path` when the
+        directory allows (else in memory, this once: it is only a cache)."""
+        records = self._records_after_own()
+        first = next(records, None)
+        if first is None:
+            return self
+        kept = _HEADER.size + self._count * self._size
         temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
             make_dirs(path.parent)
@@ -157,17 +171,24 @@ class CommitIndex(Sequence[CommitRef]):
                 if isinstance(self._data, mmap.mmap):
                     with open(path, "rb") as old:  # copied in pieces: the old records never all in memory
                         shutil.copyfileobj(old, out, 1 << 20)
-                    out.seek(_HEADER.size + self._count * self._size)
+                    out.seek(kept)
                     out.truncate()
                 else:
-                    out.write(self._data[: _HEADER.size + self._count * self._size])
-                out.write(records)
+                    out.write(self._data[:kept])
+                out.write(first)
+                for record in records:
+                    out.write(record)
             os.replace(temp, path)
         except OSError:
             temp.unlink(missing_ok=True)
-            data = bytes(self._data[: _HEADER.size + self._count * self._size]) + records
+            data = bytearray(self._data[:kept])
+            for record in self._records_after_own():
+                data += record
             self.close()
-            return CommitIndex(self.log, data, self._width)  # only a cache: kept in memory this once
+            return CommitIndex(self.log, bytes(data), self._width)
+        except BaseException:
+            temp.unlink(missing_ok=True)
+            raise
         self.close()
         return CommitIndex._open(self.log, path) or CommitIndex(self.log, b"", self._width)
 
@@ -199,9 +220,6 @@ class CommitIndex(Sequence[CommitRef]):
 
     def seq(self, index: int) -> int:
         return int(_FIXED.unpack_from(self._data, self._at(index))[1])
-
-    def _record(self, index: int) -> tuple[Position, int, TransactionCommitted]:
-        return self.end(index), int(_FIXED.unpack_from(self._data, self._at(index))[3]), self.commit(index)
 
     def commit(self, index: int) -> TransactionCommitted:
         """The commit record of transaction `index`, read from the log."""

@@ -62,3 +62,17 @@ def test_ids_too_long_for_their_column_are_read_from_the_log(tmp_path):
     assert timeline.match("short") == [1]
     tx = timeline.refs.tx(1)
     assert timeline.match_tx(tx[:7]) == [1] and timeline.txs_beginning(tx[:7]) == [tx]
+
+
+def test_a_chain_hash_wider_than_the_index_s_column_has_the_index_written_again_wider(tmp_path):
+    from projections import commitindex
+
+    repo = PlaybookRepository(tmp_path / ".claude")
+    for number in range(3):
+        add(repo, f"tip {number}")
+    kept = Timeline(repo).checkpoint_dir / INDEX_FILE
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    kept.write_bytes(commitindex._header(4))  # a column narrower than this log's hashes
+    index = Timeline(repo).refs
+    assert as_tuples(index) == expected(repo)
+    assert commitindex._HEADER.unpack_from(kept.read_bytes(), 0)[2] == 64
