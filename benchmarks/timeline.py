@@ -5,8 +5,8 @@
 Generates a log in the real line format (transactions of ten events, mostly ratings,
 with one entry, pat-001, rated about every hundredth transaction so its history has
 about a thousand events, and a chain of merges: every MERGE_EVERY transactions the
-chain's newest entry and another are merged into a new one, so `history` of the last
-follows every merge back), then times each query in a fresh process (peak memory from
+chain's newest entry and one added half that many transactions before are merged into
+a new one, so `history` of the last follows every merge back), then times each query in a fresh process (peak memory from
 /proc) with and without checkpoints. Prints a table; asserts nothing.
 """
 
@@ -48,7 +48,7 @@ def generate(path: Path, events: int, seed: int = 1) -> int:
     counters: dict[str, list[int]] = {}
     names: list[str] = []
     issued = {slug: 0 for slug in SLUGS}
-    chain = ""
+    chain = fresh = ""
     written = transactions = 0
     buffer: list[bytes] = []
 
@@ -70,9 +70,16 @@ def generate(path: Path, events: int, seed: int = 1) -> int:
                     names.append(name)
                     counters[name] = [0, 0]
                     batch.append(("add", name, SECTIONS[SLUGS.index(slug)]))
-            elif transactions % MERGE_EVERY == 0:
-                other = rng.choice([n for n in names[1:] if n != chain])
-                sources = [chain, other] if chain else [other, rng.choice([n for n in names[1:] if n != other])]
+            elif transactions % MERGE_EVERY == MERGE_EVERY // 2:  # an entry that the next merge takes in
+                fresh = new_name("mis")
+                names.append(fresh)
+                counters[fresh] = [0, 0]
+                batch.append(("add", fresh, SECTIONS[1]))
+            elif transactions % MERGE_EVERY == 0 and fresh and not chain:
+                chain = fresh  # the chain begins with the first such entry
+                continue
+            elif transactions % MERGE_EVERY == 0 and fresh:
+                sources = [chain, fresh]
                 chain = new_name("oth")
                 for source in sources:
                     names.remove(source)
