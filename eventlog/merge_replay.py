@@ -1,0 +1,378 @@
+"""The merged playbook while both sides' transactions are replayed onto it: each event decided again, the
+conflicts between the sides resolved and recorded."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
+
+import msgspec
+
+from .decide import ApplyOperations, Evaluate, SkipReason, decide
+from .domain import MAX_COUNTER, MAX_ID_DIGITS, OTHERS, SECTION_SLUGS, KeyPoint, PlaybookState, legacy_number, next_name, should_prune
+from .events import (
+    CountersSet,
+    Event,
+    KeyPointAdded,
+    KeyPointDeleted,
+    KeyPointEvaluated,
+    KeyPointImported,
+    KeyPointMarkedStale,
+    KeyPointMoved,
+    KeyPointPruned,
+    KeyPointsMerged,
+    KeyPointUpdated,
+    MergeConflictResolved,
+    OperationSkipped,
+    SectionReordered,
+    TransactionCommitted,
+    VersionSet,
+)
+from .evolve import apply
+from .merge_sides import Ident, SideNames, Tx
+
+LATER_WINS = "the later change stands (time, then transaction id)"
+DELETE_WINS = "the delete stands over an update"
+MERGE_WINS = "the merge stands: the merged entry carries the content"
+
+
+class _Change(NamedTuple):
+    side: str
+    tx: str
+    what: str
+
+
+def _issued(state: PlaybookState, name: str) -> bool:
+    """True when the merged log has already handed out `name` (the log never issues an ID twice)."""
+    slug, dash, digits = name.rpartition("-")
+    if dash and slug in state.high_water and digits.isdecimal() and len(digits) <= MAX_ID_DIGITS:
+        return int(digits) <= state.high_water[slug]
+    number = legacy_number(name)
+    return number is not None and number <= state.high_water.get("kpt", 0)
+
+
+def _clamp(value: int) -> int:
+    return min(max(value, 0), MAX_COUNTER)
+
+
+class MergedState:
+    """The merged playbook while transactions are replayed onto it, with where each identity lives."""
+
+    def __init__(self, state: PlaybookState) -> None:
+        self.state = state
+        self.name_of: dict[Ident, str] = {("", name): name for name in state.where}
+        self.ident_of: dict[str, Ident] = {name: ("", name) for name in state.where}
+        self.forward: dict[Ident, Ident] = {}
+        """An entry merged into another -> the entry that carries it."""
+        self.alias: dict[Ident, Ident] = {}
+        """An entry added on both branches with the same text -> the one entry the merged log keeps."""
+        self.gone: dict[Ident, tuple[KeyPoint, str]] = {}
+        """Deleted or pruned entries as they were, and the transaction that removed them."""
+        self.changed: dict[Ident, _Change] = {}
+        self.texts: dict[str, set[str]] = {}
+        for _section, kp in state.entries():
+            self.texts.setdefault(kp.text, set()).add(kp.name)
+        self.conflicts: list[MergeConflictResolved] = []
+
+    # --- where an entry is ----------------------------------------------------------------------
+
+    def _find(self, names: SideNames, name: str) -> tuple[Ident | None, Ident | None, str | None]:
+        """(identity on that side, identity after following merges, merged name if it is alive)."""
+        ident = names.idents.get(name)
+        if ident is None:
+            return None, None, None
+        ident = self.alias.get(ident, ident)
+        final, seen = ident, set()
+        while final in self.forward and final not in seen:
+            seen.add(final)
+            final = self.forward[final]
+        current = self.name_of.get(final)
+        if current is not None and self.ident_of.get(current) == final:
+            return ident, final, current
+        return ident, final, None
+
+    def _view(self, names: Iterable[str]) -> PlaybookState:
+        """A state holding just `names`, for `decide` to judge one request against (it copies what it gets)."""
+        view = PlaybookState(version=self.state.version, high_water=self.state.high_water)
+        for name in names:
+            section = self.state.where[name]
+            view.sections[section][name] = self.state.sections[section][name]
+            view.where[name] = section
+        return view
+
+    def _fresh(self, wanted: str, section: str) -> str:
+        if wanted not in self.state.where and not _issued(self.state, wanted):
+            return wanted
+        return next_name(self.state, section if section in SECTION_SLUGS else OTHERS)
+
+    def _conflicting(self, ident: Ident, side: str) -> _Change | None:
+        prior = self.changed.get(ident)
+        if prior is None or prior.side == side or "both" in (prior.side, side):
+            return None
+        return prior
+
+    def _conflict(self, name: str, conflict: str, rule: str, kept: str, lost: str, text: str | None, at: str) -> None:
+        self.conflicts.append(MergeConflictResolved(name=name, conflict=conflict, rule=rule, kept_tx=kept,
+                                                    lost_tx=lost, lost_text=text, at=at))
+
+    # --- replaying --------------------------------------------------------------------------------
+
+    def replay(self, tx: Tx, side: str, names: SideNames) -> list[Event]:
+        """`tx`'s events decided again against the merged state, one for one, and applied to it."""
+        out: list[Event] = []
+        commit = tx.commit
+        events = tx.events
+        index, count = 0, len(events)
+        while index < count:
+            event = events[index]
+            if type(event) is KeyPointEvaluated:  # a run of ratings is decided in one call: they are most of a log
+                end = index + 1
+                while end < count and type(events[end]) is KeyPointEvaluated:
+                    end += 1
+                for result in self._ratings(events[index:end], names):
+                    self._emit(result, None, side, commit.tx)
+                    out.append(result)
+                index = end
+                continue
+            result, created = self._one(commit, index, event, side, names)
+            self._emit(result, created, side, commit.tx)
+            out.append(result)
+            index += 1
+        return out
+
+    def _ratings(self, ratings: Sequence[Any], names: SideNames) -> list[Event]:
+        """Ratings as increments of the merged counters, one event each; a rating of an entry gone from
+        the merged playbook is a recorded skip."""
+        alive: list[str] = []
+        wanted: list[Any] = []
+        for e in ratings:
+            ident, final, name = self._find(names, e.name)
+            if name is None:
+                wanted.append(self._skip(e, SkipReason.UNKNOWN_ID, f"rating of {e.name}: {self._why(ident, final)}"))
+            else:
+                alive.append(name)
+                wanted.append({"name": name, "rating": e.rating, "rationale": e.rationale})
+        decided = iter(decide(self._view(dict.fromkeys(alive)), Evaluate([w for w in wanted if isinstance(w, dict)]))
+                       if alive else ())
+        return [next(decided) if isinstance(w, dict) else w for w in wanted]
+
+    def _skip(self, event: Event, reason: str, detail: str) -> OperationSkipped:
+        operation = msgspec.to_builtins(event)
+        for envelope in ("seq", "tx", "at"):
+            operation.pop(envelope, None)
+        return OperationSkipped(kind="merge", reason=reason, detail=detail, operation=operation)
+
+    def _why(self, ident: Ident | None, final: Ident | None) -> str:
+        if final is not None and final in self.gone:
+            return f"deleted on the other branch by {self.gone[final][1]}"
+        if ident is not None and final != ident:
+            return "merged into another entry on the other branch"
+        return "not in the merged playbook"
+
+    def _one(self, commit: TransactionCommitted, index: int, e: Any, side: str,
+             names: SideNames) -> tuple[Event, Ident | None]:
+        kind = type(e)
+        tx, at = commit.tx, e.at
+        if kind is CountersSet:
+            return self._counters(e, names), None
+        if kind is KeyPointUpdated:
+            return self._update(e, tx, at, side, names), None
+        if kind is KeyPointDeleted:
+            return self._delete(e, tx, at, side, names), None
+        if kind is KeyPointPruned:
+            return self._prune(e, names), None
+        if kind is KeyPointMoved:
+            return self._move(e, names), None
+        if kind is SectionReordered:
+            return self._reorder(e, names), None
+        if kind is KeyPointMarkedStale:
+            ident, final, name = self._find(names, e.name)
+            if name is None:
+                return self._skip(e, SkipReason.UNKNOWN_ID, f"stale mark of {e.name}: {self._why(ident, final)}"), None
+            return msgspec.structs.replace(e, name=name), None
+        if kind is VersionSet:
+            return msgspec.structs.replace(e, previous=self.state.version), None
+        if kind is KeyPointAdded:
+            return self._add(e, tx, index)
+        if kind is KeyPointImported:
+            name = self._fresh(e.name, e.section)
+            renamed = e.original_name if name == e.name else (e.original_name or e.name)
+            return msgspec.structs.replace(e, name=name, original_name=renamed), (tx, index)
+        if kind is KeyPointsMerged:
+            return self._merge(e, tx, at, index, side, names), (tx, index)
+        return e, None  # audit and bookkeeping records: kept as they are
+
+    def _counters(self, e: CountersSet, names: SideNames) -> Event:
+        """A counter change as an increment of the merged counters."""
+        ident, final, name = self._find(names, e.name)
+        if name is None:
+            return self._skip(e, SkipReason.UNKNOWN_ID, f"counters of {e.name}: {self._why(ident, final)}")
+        kp = self.state.sections[self.state.where[name]][name]
+        return CountersSet(name=name, helpful=_clamp(kp.helpful + e.helpful - e.previous_helpful),
+                           harmful=_clamp(kp.harmful + e.harmful - e.previous_harmful),
+                           previous_helpful=kp.helpful, previous_harmful=kp.harmful)
+
+    def _prune(self, e: KeyPointPruned, names: SideNames) -> Event:
+        """A prune that still meets the rule with both sides' ratings."""
+        ident, final, name = self._find(names, e.name)
+        if name is None or final != ident:
+            return self._skip(e, SkipReason.UNKNOWN_ID, f"prune of {e.name}: {self._why(ident, final)}")
+        kp = self.state.sections[self.state.where[name]][name]
+        if not should_prune(kp.helpful, kp.harmful):
+            return self._skip(e, "not_pruned", f"{name} no longer meets the prune rule with both branches' "
+                                               f"ratings (helpful={kp.helpful}, harmful={kp.harmful})")
+        return KeyPointPruned(section=self.state.where[name], name=name, text=kp.text, helpful=kp.helpful,
+                              harmful=kp.harmful, rule=e.rule)
+
+    def _move(self, e: KeyPointMoved, names: SideNames) -> Event:
+        ident, final, name = self._find(names, e.name)
+        if name is None or final != ident:
+            return self._skip(e, SkipReason.UNKNOWN_ID, f"move of {e.name}: {self._why(ident, final)}")
+        return msgspec.structs.replace(e, name=name, from_section=self.state.where[name])
+
+    def _reorder(self, e: SectionReordered, names: SideNames) -> Event:
+        ordered: list[str] = []
+        for wanted in e.names:
+            _ident, _final, name = self._find(names, wanted)
+            if name is not None and name not in ordered:
+                ordered.append(name)
+        return msgspec.structs.replace(e, names=ordered)
+
+    def _add(self, e: KeyPointAdded, tx: str, index: int) -> tuple[Event, Ident | None]:
+        holders = sorted(self.texts.get(e.text, ()))
+        verdict = decide(self._view(holders[:1]), ApplyOperations([{"type": "ADD", "text": e.text,
+                                                                    "section": e.section}]))[0]
+        if isinstance(verdict, OperationSkipped):
+            if holders:  # the same lesson learned on both branches: one entry, and this side's ratings go to it
+                self.alias[(tx, index)] = self.ident_of[holders[0]]
+            detail = f"{verdict.detail} (as {holders[0]}, added on both branches)" if holders else verdict.detail
+            return self._skip(e, verdict.reason, detail), None
+        name = self._fresh(e.name, e.section)
+        proposed = e.name if name != e.name else e.proposed_name
+        return msgspec.structs.replace(e, name=name, proposed_name=proposed), (tx, index)
+
+    def _update(self, e: KeyPointUpdated, tx: str, at: str, side: str, names: SideNames) -> Event:
+        ident, final, name = self._find(names, e.name)
+        if ident is not None and final != ident:
+            merged_into = self.name_of.get(final, e.name) if final is not None else e.name
+            self._conflict(merged_into, "update/merge", MERGE_WINS, self._changer(ident), tx, e.text, at)
+            return self._skip(e, SkipReason.UNKNOWN_ID, f"update of {e.name}: {self._why(ident, final)}")
+        if name is None:
+            if final is not None and final in self.gone:
+                gone_kp, deleter = self.gone[final]
+                self._conflict(gone_kp.name, "update/delete", DELETE_WINS, deleter, tx, e.text, at)
+            return self._skip(e, SkipReason.UNKNOWN_ID, f"update of {e.name}: {self._why(ident, final)}")
+        assert final is not None
+        current = self.state.sections[self.state.where[name]][name].text
+        verdict = decide(self._view([name]), ApplyOperations([{"type": "UPDATE", "target_id": name, "text": e.text}]))[0]
+        prior = self._conflicting(final, side)
+        if prior is not None and isinstance(verdict, KeyPointUpdated):
+            self._conflict(name, "update/update", LATER_WINS, tx, prior.tx, current, at)
+        return verdict
+
+    def _changer(self, ident: Ident | None) -> str:
+        change = self.changed.get(ident) if ident is not None else None
+        return change.tx if change is not None else ""
+
+    def _delete(self, e: KeyPointDeleted, tx: str, at: str, side: str, names: SideNames) -> Event:
+        ident, final, name = self._find(names, e.name)
+        if ident is not None and final != ident:
+            merged_into = self.name_of.get(final, e.name) if final is not None else e.name
+            self._conflict(merged_into, "delete/merge", MERGE_WINS, self._changer(ident), tx, e.text, at)
+            return self._skip(e, SkipReason.UNKNOWN_ID, f"delete of {e.name}: {self._why(ident, final)}")
+        if name is None:
+            return self._skip(e, SkipReason.UNKNOWN_ID, f"delete of {e.name}: {self._why(ident, final)}")
+        assert final is not None
+        current = self.state.sections[self.state.where[name]][name].text
+        prior = self._conflicting(final, side)
+        if prior is not None and prior.what == "update":
+            self._conflict(name, "update/delete", DELETE_WINS, tx, prior.tx, current, at)
+        return decide(self._view([name]), ApplyOperations([{"type": "DELETE", "target_id": name, "reason": e.reason}]))[0]
+
+    def _merge(self, e: KeyPointsMerged, tx: str, at: str, index: int, side: str, names: SideNames) -> Event:
+        live: list[str] = []
+        gone: list[KeyPoint] = []
+        missing = list(e.missing_sources)
+        for source in e.sources:
+            ident, final, name = self._find(names, source)
+            if name is not None and final is not None:
+                if name not in live:
+                    live.append(name)
+                current = self.state.sections[self.state.where[name]][name].text
+                if final != ident:
+                    self._conflict(name, "merge/merge", LATER_WINS, tx, self._changer(ident), current, at)
+                elif (prior := self._conflicting(final, side)) is not None and prior.what == "update":
+                    self._conflict(name, "update/merge", MERGE_WINS, tx, prior.tx, current, at)
+            elif final is not None and final in self.gone:
+                gone_kp, deleter = self.gone[final]
+                gone.append(gone_kp)
+                self._conflict(gone_kp.name, "delete/merge", MERGE_WINS, tx, deleter, gone_kp.text, at)
+            else:
+                missing.append(source)
+        section = e.section if e.section in SECTION_SLUGS else OTHERS
+        if len(live) >= 2 and not gone:
+            operation = {"type": "MERGE", "source_ids": live, "merged_text": e.text, "section": section}
+            verdict: Any = decide(self._view(live), ApplyOperations([operation]))[0]
+            if isinstance(verdict, KeyPointsMerged):
+                return msgspec.structs.replace(verdict, name=self._fresh(e.name, verdict.section),
+                                               missing_sources=missing, cut_from=e.cut_from)
+            return self._skip(e, verdict.reason, verdict.detail)
+        if not live and not gone:
+            return self._skip(e, SkipReason.TOO_FEW_SOURCES, f"merge into {e.name}: no source is left after the merge")
+        kps = [self.state.sections[self.state.where[n]][n] for n in live] + gone
+        return KeyPointsMerged(section=section, name=self._fresh(e.name, section), text=e.text, sources=live,
+                               helpful=_clamp(sum(kp.helpful for kp in kps)),
+                               harmful=_clamp(sum(kp.harmful for kp in kps)), missing_sources=missing,
+                               cut_from=e.cut_from)
+
+    def _emit(self, event: Any, created: Ident | None, side: str, tx: str) -> None:
+        """Apply `event` to the merged state and keep the identity maps in step with it."""
+        kind = type(event)
+        if kind is KeyPointAdded or kind is KeyPointImported:
+            apply(self.state, event)
+            self._created(event, created)
+        elif kind is KeyPointsMerged:
+            self._merged_away(event.sources, created, side, tx)
+            apply(self.state, event)
+            self._created(event, created)
+        elif kind is KeyPointDeleted or kind is KeyPointPruned:
+            self._removed(event.name, side, tx)
+            apply(self.state, event)
+        elif kind is KeyPointUpdated:
+            kp = self.state.get(event.name)
+            if kp is not None:
+                self.texts.get(kp.text, set()).discard(event.name)
+                self.texts.setdefault(event.text, set()).add(event.name)
+                self.changed[self.ident_of[event.name]] = _Change(side, tx, "update")
+            apply(self.state, event)
+        else:
+            apply(self.state, event)
+
+    def _created(self, event: Any, created: Ident | None) -> None:
+        """An entry the merged log now holds under `event.name`, with the identity it was created with."""
+        assert created is not None
+        self.name_of[created] = event.name
+        self.ident_of[event.name] = created
+        self.texts.setdefault(event.text, set()).add(event.name)
+
+    def _merged_away(self, sources: Sequence[str], created: Ident | None, side: str, tx: str) -> None:
+        """Merge sources, before the merge is applied: each now forwards to the merged entry."""
+        assert created is not None
+        for source in sources:
+            kp = self.state.get(source)
+            if kp is not None:
+                self.texts.get(kp.text, set()).discard(source)
+            source_ident = self.ident_of.pop(source, None)
+            if source_ident is not None:
+                self.forward[source_ident] = created
+                self.changed[source_ident] = _Change(side, tx, "merge")
+
+    def _removed(self, name: str, side: str, tx: str) -> None:
+        """An entry about to be deleted or pruned: kept as it was, with the transaction that removed it."""
+        kp = self.state.get(name)
+        ident = self.ident_of.pop(name, None)
+        if kp is not None:
+            self.texts.get(kp.text, set()).discard(name)
+            if ident is not None:
+                self.gone[ident] = (KeyPoint(kp.name, kp.text, kp.helpful, kp.harmful), tx)
+                self.changed[ident] = _Change(side, tx, "delete")
