@@ -23,49 +23,25 @@ order) of `[name, text, helpful, harmful]` with literal strings.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 
-from eventlog.domain import SECTION_SLUGS, PlaybookState
-from eventlog.events import (
-    CountersSet,
-    KeyPointAdded,
-    KeyPointDeleted,
-    KeyPointEvaluated,
-    KeyPointImported,
-    KeyPointMoved,
-    KeyPointPruned,
-    KeyPointsMerged,
-    KeyPointUpdated,
-    LearningCompleted,
-    ModelCallRecorded,
-    SectionReordered,
-    TransactionCommitted,
-    UnknownRecord,
-)
+from eventlog.domain import PlaybookState
+from eventlog.events import KeyPointEvaluated, UnknownRecord
 from eventlog.evolve import apply
-from eventlog.registry import SHORT_NAMES, tag_of, touched_names
-from eventlog.store import LogReader
+from eventlog.registry import touched_names
+from eventlog.store import LogReader, Transaction
 
-from .prices import cost_of
+from .pageops import CAUSES, OP_KINDS, SECTION_BIT, SECTIONS, Cause, cause_of, label, op_of, usage_of
 
-SECTIONS: tuple[str, ...] = tuple(SECTION_SLUGS)
-_SECTION_INDEX = {name: index for index, name in enumerate(SECTIONS)}
-_SECTION_BIT = {name: 1 << index for index, name in enumerate(SECTIONS)}
-
-Cause = Literal["learning", "hook", "manual", "revert", "import", "merge", "other"]
-CAUSES: tuple[Cause, ...] = ("learning", "hook", "manual", "revert", "import", "merge", "other")
-
-OP_KINDS = {
-    "a": "added", "i": "imported", "u": "re-worded", "m": "merged", "d": "deleted", "p": "pruned",
-    "e": "rated", "c": "counters set", "v": "moved", "r": "re-ordered", "x": "other",
-}
-"""What each op kind means; the page's renderer and fold read the same letters."""
+__all__ = [  # the op encoding is used through the page data by its readers
+    "CAUSES", "OP_KINDS", "SECTIONS", "Cause", "ChunkInfo", "PageData", "PageHead", "SummaryPoint", "UsageDay",
+    "build", "cause_of", "keyframe", "label", "safe_json",
+]
 
 CHUNK_EVENTS = 20_000
 """Events per chunk, at least: small enough that the newest chunk parses at once, large enough
@@ -137,22 +113,6 @@ class PageData(msgspec.Struct, frozen=True):
     chunks: list[bytes]
 
 
-def cause_of(commit: TransactionCommitted, events: list[Any]) -> Cause:
-    """What kind of act a transaction was, from its commit's source (and whether a model was asked)."""
-    source = commit.source
-    if source.startswith("hook:") or source.startswith("learn"):
-        return "learning" if commit.model or any(isinstance(e, LearningCompleted) for e in events) else "hook"
-    if source.startswith("manual"):
-        return "manual"
-    if source.startswith("revert"):
-        return "revert"
-    if source.startswith("import") or source.startswith("bootstrap"):
-        return "import"
-    if source.startswith("merge"):
-        return "merge"
-    return "other"
-
-
 _encoder = msgspec.json.Encoder()
 
 
@@ -203,105 +163,77 @@ class _Chunk:
                          self.seq_from, self.seq_to)
 
 
-def _section(name: str) -> int:
-    return _SECTION_INDEX.get(name, len(SECTIONS) - 1)  # the fold files an unknown section under OTHERS
-
-
-def _op(event: Any, s: Callable[[str | None], int | None], where: dict[str, str]) -> tuple[list[Any], int]:
-    """The op for one event, and the bit mask of the sections it touches (`where`: the placements
-    just before it)."""
-
-    def bit(name: str) -> int:
-        section = where.get(name)
-        return 0 if section is None else 1 << _section(section)
-
-    kind = type(event)
-    if kind is KeyPointEvaluated:
-        return ["e", s(event.name), s(event.rating), event.helpful, event.harmful, s(event.rationale)], bit(event.name)
-    if kind is KeyPointAdded or kind is KeyPointImported:
-        return (["a" if kind is KeyPointAdded else "i", s(event.name), _section(event.section), s(event.text),
-                 event.helpful, event.harmful], 1 << _section(event.section))
-    if kind is KeyPointUpdated:
-        return ["u", s(event.name), s(event.text), s(event.previous_text)], bit(event.name)
-    if kind is KeyPointsMerged:
-        mask = 1 << _section(event.section)
-        for source in event.sources:
-            mask |= bit(source)
-        return (["m", s(event.name), _section(event.section), s(event.text), event.helpful, event.harmful,
-                 [s(source) for source in event.sources]], mask)
-    if kind is KeyPointDeleted:
-        return ["d", s(event.name), s(event.reason or None), s(event.text)], bit(event.name)
-    if kind is KeyPointPruned:
-        return ["p", s(event.name), s(event.rule), event.helpful, event.harmful], bit(event.name)
-    if kind is CountersSet:
-        return ["c", s(event.name), event.helpful, event.harmful], bit(event.name)
-    if kind is KeyPointMoved:
-        return ["v", s(event.name), _section(event.to_section)], bit(event.name) | 1 << _section(event.to_section)
-    if kind is SectionReordered:
-        return ["r", _section(event.section), [s(name) for name in event.names]], 1 << _section(event.section)
-    return ["x", s(label(tag_of(event))), s(getattr(event, "name", None)), s(_detail(event))], 0
-
-
-def label(tag: str) -> str:
-    """How the page names an event type it does not fold: the CLI's short name (`OperationSkipped`
-    -> `skipped`), or for a type this version does not know its tag as words."""
-    short = SHORT_NAMES.get(tag)
-    return short if short is not None else re.sub(r"(?<=[a-z])(?=[A-Z])", " ", tag).lower()
-
-
-_DETAIL_FIELDS = ("reason", "detail", "error", "hook", "file_format", "path", "version", "kept_at", "moved_to")
-
-
-def _detail(event: Any) -> str | None:
-    """A short line for an event the page shows but does not fold: its telling fields."""
-    parts = []
-    for field in _DETAIL_FIELDS:
-        value = getattr(event, field, None)
-        if value not in (None, ""):
-            parts.append(f"{field}: {value}")
-    return "; ".join(parts) or None
-
-
-def _usage(event: Any) -> tuple[int, int, float] | None:
-    """(input tokens, cache included; output tokens; cost in USD, 0 when unknown) of a model call's record."""
-    if not isinstance(event, ModelCallRecorded):
-        return None
-    cost = cost_of(event)
-    tokens_in = event.input_tokens + event.cache_creation_input_tokens + event.cache_read_input_tokens
-    return tokens_in, event.output_tokens, cost if cost is not None else 0.0
-
-
 def build(path: Path, project: str = "", chunk_events: int = CHUNK_EVENTS,
           progress: Callable[[int], None] | None = None) -> PageData:
     """The page data of the log at `path`, from one strict pass: transactions in chunks of at
     least `chunk_events` events, each opening with the playbook folded up to it.
 
     `progress` is called with the bytes read so far every chunk."""
-    state = PlaybookState()
-    encoded: list[bytes] = []
-    infos: list[ChunkInfo] = []
-    current = _Chunk(0, 0, keyframe(state))
-    summary = _Series()
-    usage: dict[str, list[Any]] = {}
-    causes: dict[str, int] = dict.fromkeys(CAUSES, 0)
-    sessions: dict[str, None] = {}
-    total_tx = total_events = 0
-    totals = [0, 0]  # the sums of helpful and of harmful over the playbook, kept as it changes
-    where, sections = state.where, state.sections
+    builder = _Builder(chunk_events, progress)
     reader = LogReader(path)
     for transaction in reader:
+        builder.add(transaction)
+    return builder.finish(project, reader.position.seq)
+
+
+class _Builder:
+    """The page data while the log is read: the chunks so far, the folded playbook, the head's tallies."""
+
+    def __init__(self, chunk_events: int, progress: Callable[[int], None] | None) -> None:
+        self.chunk_events = chunk_events
+        self.progress = progress
+        self.state = PlaybookState()
+        self.encoded: list[bytes] = []
+        self.infos: list[ChunkInfo] = []
+        self.current = _Chunk(0, 0, keyframe(self.state))
+        self.summary = _Series()
+        self.usage: dict[str, list[Any]] = {}
+        self.causes: dict[str, int] = dict.fromkeys(CAUSES, 0)
+        self.sessions: dict[str, None] = {}
+        self.total_tx = self.total_events = 0
+        self.totals = [0, 0]  # the sums of helpful and of harmful over the playbook, kept as it changes
+
+    def add(self, transaction: Transaction) -> None:
+        """One transaction: its ops into the current chunk (a new one when it is full), its events applied."""
         events = transaction.events
         commit = transaction.commit
-        if current.events >= max(chunk_events, 2 * len(where)):
-            encoded.append(current.encode())
-            infos.append(current.info())
-            if progress is not None:
-                progress(transaction.start.offset)
-            current = _Chunk(len(infos), total_tx, keyframe(state))
+        if self.current.events >= max(self.chunk_events, 2 * len(self.state.where)):
+            self._next_chunk(transaction.start.offset)
+        current = self.current
         s = current.s
-        index = current.index
-        strings = current.strings
-        ops = []
+        ops, mask = self._ops(events, commit.at)
+        cause = cause_of(commit, events)
+        self.causes[cause] += 1
+        if commit.session:
+            self.sessions.pop(commit.session, None)
+            self.sessions[commit.session] = None
+        first_seq = events[0].seq if events else commit.seq
+        current.transactions.append([
+            commit.seq, commit.at, commit.tx, s(commit.source), cause, s(commit.session), s(commit.model),
+            s(commit.analysis), s(commit.reasoning), s(commit.note), mask, ops, first_seq,
+        ])
+        if not current.time_from:
+            current.time_from, current.seq_from = commit.at, first_seq
+        current.time_to, current.seq_to = commit.at, commit.seq
+        current.events += len(events)
+        self.summary.after(self.total_tx, commit.at, self.state, self.totals)
+        self.total_tx += 1
+        self.total_events += len(events)
+
+    def _next_chunk(self, offset: int) -> None:
+        self.encoded.append(self.current.encode())
+        self.infos.append(self.current.info())
+        if self.progress is not None:
+            self.progress(offset)
+        self.current = _Chunk(len(self.infos), self.total_tx, keyframe(self.state))
+
+    def _ops(self, events: list[Any], at: str) -> tuple[list[list[Any]], int]:
+        """The ops of a transaction's events, each event applied right after its op is taken, and the mask
+        of the sections they touch."""
+        current = self.current
+        s, index, strings = current.s, current.index, current.strings
+        where, sections, totals = self.state.where, self.state.sections, self.totals
+        ops: list[list[Any]] = []
         mask = 0
         for event in events:
             if type(event) is KeyPointEvaluated:  # most of any log: inlined
@@ -317,7 +249,7 @@ def build(path: Path, project: str = "", chunk_events: int = CHUNK_EVENTS,
                     strings.append(rationale)
                 ops.append(["e", n, r, event.helpful, event.harmful, why])
                 if (section := where.get(name)) is not None:  # the fold's rule for a rating, as apply_records has it
-                    mask |= _SECTION_BIT[section]
+                    mask |= SECTION_BIT[section]
                     kp = sections[section][name]
                     totals[0] += event.helpful - kp.helpful
                     totals[1] += event.harmful - kp.harmful
@@ -327,50 +259,46 @@ def build(path: Path, project: str = "", chunk_events: int = CHUNK_EVENTS,
             if isinstance(event, UnknownRecord):  # a newer version's record: shown, never applied
                 ops.append(["x", s(label(event.type)), None, None])
                 continue
-            op, bits = _op(event, s, where)  # before it is applied: where its entries were
-            names = touched_names(event)
-            before = _counters(state, names)
-            apply(state, event)
-            after = _counters(state, names)
-            totals[0] += after[0] - before[0]
-            totals[1] += after[1] - before[1]
+            op, bits = op_of(event, s, where)  # before it is applied: where its entries were
+            self._apply(event)
             ops.append(op)
             mask |= bits
-            if op[0] == "x" and (used := _usage(event)) is not None:
-                day = usage.setdefault(commit.at[:10], [0, 0, 0, 0.0])
-                day[0] += 1
-                day[1] += used[0]
-                day[2] += used[1]
-                day[3] += used[2]
-        cause = cause_of(commit, events)
-        causes[cause] += 1
-        if commit.session:
-            sessions.pop(commit.session, None)
-            sessions[commit.session] = None
-        first_seq = events[0].seq if events else commit.seq
-        current.transactions.append([
-            commit.seq, commit.at, commit.tx, s(commit.source), cause, s(commit.session), s(commit.model),
-            s(commit.analysis), s(commit.reasoning), s(commit.note), mask, ops, first_seq,
-        ])
-        if not current.time_from:
-            current.time_from, current.seq_from = commit.at, first_seq
-        current.time_to, current.seq_to = commit.at, commit.seq
-        current.events += len(events)
-        summary.after(total_tx, commit.at, state, totals)
-        total_tx += 1
-        total_events += len(events)
-    if current.transactions or not encoded:
-        encoded.append(current.encode())
-        infos.append(current.info())
-    points = summary.finish(state, totals)
-    head = PageHead(
-        format=1, project=project, generated=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        sections=list(SECTIONS), transactions=total_tx, events=total_events, seq=reader.position.seq,
-        version=state.version, chunks=infos, now=keyframe(state), summary=points,
-        usage=[UsageDay(day, *values) for day, values in sorted(usage.items())],
-        sessions=list(reversed(sessions))[:RECENT_SESSIONS], causes=causes, ops=OP_KINDS,
-    )
-    return PageData(head=head, head_json=safe_json(head), chunks=encoded)
+            if op[0] == "x":
+                self._count_usage(event, at)
+        return ops, mask
+
+    def _apply(self, event: Any) -> None:
+        """Apply `event` to the playbook, keeping the sums of its counters."""
+        names = touched_names(event)
+        before = _counters(self.state, names)
+        apply(self.state, event)
+        after = _counters(self.state, names)
+        self.totals[0] += after[0] - before[0]
+        self.totals[1] += after[1] - before[1]
+
+    def _count_usage(self, event: Any, at: str) -> None:
+        if (used := usage_of(event)) is not None:
+            day = self.usage.setdefault(at[:10], [0, 0, 0, 0.0])
+            day[0] += 1
+            day[1] += used[0]
+            day[2] += used[1]
+            day[3] += used[2]
+
+    def finish(self, project: str, seq: int) -> PageData:
+        """The head and the chunks, the last chunk closed."""
+        if self.current.transactions or not self.encoded:
+            self.encoded.append(self.current.encode())
+            self.infos.append(self.current.info())
+        state = self.state
+        points = self.summary.finish(state, self.totals)
+        head = PageHead(
+            format=1, project=project, generated=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            sections=list(SECTIONS), transactions=self.total_tx, events=self.total_events, seq=seq,
+            version=state.version, chunks=self.infos, now=keyframe(state), summary=points,
+            usage=[UsageDay(day, *values) for day, values in sorted(self.usage.items())],
+            sessions=list(reversed(self.sessions))[:RECENT_SESSIONS], causes=self.causes, ops=OP_KINDS,
+        )
+        return PageData(head=head, head_json=safe_json(head), chunks=self.encoded)
 
 
 class _Series:
