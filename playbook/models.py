@@ -25,6 +25,7 @@ from eventlog.values import CallOutcome, ModelRole
 from projections.render import load_template
 
 from .backend import DEFAULT_MODEL, ModelConfig, model_config  # noqa: F401  (part of this module's interface)
+from .diagnostics import is_diagnostic_mode, save_diagnostic, warn
 from .prompting import Playbook, curator_prompt, reflector_prompt, render_messages
 from .replies import build_playbook_dict, extract_json, parse_curator_reply, parse_extraction_reply
 from .scrub import scrub
@@ -232,13 +233,15 @@ async def curate(reflector_output: dict, playbook: Playbook, config: ModelConfig
 
 async def run_reflector(messages: Sequence[Any], playbook: dict, cited_ids: Sequence[str]) -> dict:
     """`{"analysis", "bullet_tags"}` for a session; empty on any failure."""
+    empty = {"analysis": "", "bullet_tags": []}
     config = model_config()
+    if config is None:
+        return empty
     try:
-        if config is None:
-            raise ModelError("no API key")
         return await reflect(messages, playbook, cited_ids, config)
-    except Exception:
-        return {"analysis": "", "bullet_tags": []}
+    except Exception as exc:  # the spec's boundary: never raises, records what it caught
+        _caught("run_reflector", exc)
+        return empty
 
 
 async def run_curator(reflector_output: dict, playbook: dict) -> dict:
@@ -251,7 +254,8 @@ async def run_curator(reflector_output: dict, playbook: dict) -> dict:
         output = reflector_output if isinstance(reflector_output, dict) else {}
         normalized = {"analysis": output.get("analysis", ""), "bullet_tags": output.get("bullet_tags", [])}
         return await curate(normalized, playbook, config)
-    except Exception:
+    except Exception as exc:  # the spec's boundary (REQ-CUR-012): never raises, records what it caught
+        _caught("run_curator", exc)
         return empty
 
 
@@ -267,5 +271,17 @@ async def extract_keypoints(messages: Sequence[Any], playbook: dict) -> dict:
             trajectories=render_messages(messages),
         )
         return parse_extraction_reply(await complete(prompt, config, "extraction"))
-    except Exception:
+    except Exception as exc:  # the spec's boundary: never raises, records what it caught
+        _caught("extract_keypoints", exc)
         return empty
+
+
+def _caught(call: str, exc: Exception) -> None:
+    """What a never-raising call caught: one line on stderr and, in diagnostic mode, a diagnostic file."""
+    line = f"{call} failed: {type(exc).__name__}: {scrub(str(exc))}"
+    warn(line)
+    try:
+        if is_diagnostic_mode():
+            save_diagnostic(line + "\n", f"{call}_error")
+    except OSError as error:
+        warn(f"{call}: the diagnostic file could not be written: {error}")

@@ -58,6 +58,20 @@ def test_SCN_CUR_010_02_curator_api_error_returns_empty_result(api_env):
         assert len(api.message_requests()) == models.MAX_RETRIES
 
 
+def test_a_never_raising_call_records_what_it_caught(api_env, tmp_path, monkeypatch, capsys):
+    """REQ-CUR-012: the failure is one line on stderr, and a diagnostic file in diagnostic mode."""
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(tmp_path))
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "diagnostic_mode").write_text("")
+    with FakeAnthropic(lambda body: reply_text("no JSON here")) as api:
+        api_env(api)
+        assert asyncio.run(models.run_curator(REFLECTION, PLAYBOOK)) == {"reasoning": "", "operations": []}
+    err = capsys.readouterr().err
+    assert "run_curator failed: ModelError" in err
+    files = list((tmp_path / ".claude" / "diagnostic").glob("*_run_curator_error.txt"))
+    assert len(files) == 1 and "holds no JSON object" in files[0].read_text()
+
+
 def test_SCN_CUR_010_03_curator_with_empty_reflector_output(api_env):
     with FakeAnthropic(lambda body: reply_text('{"reasoning": "nothing to do", "operations": []}')) as api:
         api_env(api)
