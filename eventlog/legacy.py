@@ -126,9 +126,19 @@ def _draft(item: Any, section: str, original_section: str | None, rejected: list
     raw_name = item.get("name")
     name = raw_name if isinstance(raw_name, str) and raw_name.strip() else None
     score = item.get("score")
-    source_format: SourceFormat
+    helpful, harmful, source_format = _counters_of(item, name, score, rejected)
+    return _Draft(
+        section=section, name=name, text=text, helpful=helpful, harmful=harmful, source_format=source_format,
+        original_name=None if name is not None or raw_name is None else str(to_jsonable(raw_name)),
+        original_section=original_section,
+        score=float(min(max(score, -MAX_COUNTER), MAX_COUNTER)) if _is_number(score) else None,
+    )
+
+
+def _counters_of(item: dict[str, Any], name: str | None, score: Any,
+                 rejected: list[Rejected]) -> tuple[int, int, SourceFormat]:
+    """An entry's counters and the shape they came in; a value that is not a count is recorded as rejected."""
     if "helpful" in item or "harmful" in item:
-        helpful, harmful, source_format = _count(item.get("helpful")), _count(item.get("harmful")), "dict_with_counters"
         # The entry is imported; a counter that is not a count (a string, negative, NaN) is recorded as
         # rejected, so the value it had in the file is not lost without a trace.
         for key in ("helpful", "harmful"):
@@ -136,21 +146,15 @@ def _draft(item: Any, section: str, original_section: str | None, rejected: list
                 shown = name or "an entry without a name"
                 rejected.append(Rejected(reason="invalid_counter", detail=f"{key} of {shown}: {why}",
                                          item=to_jsonable(item)))
-    elif _is_number(score):
-        helpful, harmful, source_format = _count(score), _count(-score), "dict_with_score"
-    else:
-        helpful, harmful, source_format = 0, 0, "dict_without_score"
-        if score is not None:
-            shown = name or "an entry without a name"
-            rejected.append(Rejected(reason="invalid_counter", detail=f"score of {shown}: "
-                                     f"{type(score).__name__} {to_jsonable(score)!r}"[:200] + ", ignored",
-                                     item=to_jsonable(item)))
-    return _Draft(
-        section=section, name=name, text=text, helpful=helpful, harmful=harmful, source_format=source_format,
-        original_name=None if name is not None or raw_name is None else str(to_jsonable(raw_name)),
-        original_section=original_section,
-        score=float(min(max(score, -MAX_COUNTER), MAX_COUNTER)) if _is_number(score) else None,
-    )
+        return _count(item.get("helpful")), _count(item.get("harmful")), "dict_with_counters"
+    if _is_number(score):
+        return _count(score), _count(-score), "dict_with_score"
+    if score is not None:
+        shown = name or "an entry without a name"
+        rejected.append(Rejected(reason="invalid_counter", detail=f"score of {shown}: "
+                                 f"{type(score).__name__} {to_jsonable(score)!r}"[:200] + ", ignored",
+                                 item=to_jsonable(item)))
+    return 0, 0, "dict_without_score"
 
 
 def normalize_playbook(data: Any) -> NormalizedPlaybook:
@@ -180,20 +184,10 @@ def normalize_playbook(data: Any) -> NormalizedPlaybook:
             rejected.append(Rejected(reason="ignored_key_points",
                                      detail="key_points ignored: the file also has sections",
                                      item=to_jsonable(key_points)))
-        for raw_section, items in sections.items():
-            section, _unknown = resolve_section_detail(raw_section)
-            original_section = None if raw_section == section else str(raw_section)
-            if not isinstance(items, list):
-                rejected.append(Rejected(reason="not_a_list", detail=f"section {raw_section!r} is not a list", item=to_jsonable(items)))
-                continue
-            for item in items:
-                if (draft := _draft(item, section, original_section, rejected)) is not None:
-                    drafts.append(draft)
+        drafts = _section_drafts(sections, rejected)
     elif isinstance(key_points, list):
         file_format = "flat"
-        for item in key_points:
-            if (draft := _draft(item, OTHERS, None, rejected)) is not None:
-                drafts.append(draft)
+        drafts = [draft for item in key_points if (draft := _draft(item, OTHERS, None, rejected)) is not None]
     else:
         file_format = "empty"
         if sections is not None or key_points is not None:
@@ -203,6 +197,21 @@ def normalize_playbook(data: Any) -> NormalizedPlaybook:
         file_format=file_format, version=version, last_updated=last_updated,
         entries=_assign_names(drafts), rejected=rejected, ignored_key_points=ignored,
     )
+
+
+def _section_drafts(sections: dict[Any, Any], rejected: list[Rejected]) -> list[_Draft]:
+    """The entries of a `sections` object, each under the section its name resolves to."""
+    drafts: list[_Draft] = []
+    for raw_section, items in sections.items():
+        section, _unknown = resolve_section_detail(raw_section)
+        original_section = None if raw_section == section else str(raw_section)
+        if not isinstance(items, list):
+            rejected.append(Rejected(reason="not_a_list", detail=f"section {raw_section!r} is not a list", item=to_jsonable(items)))
+            continue
+        for item in items:
+            if (draft := _draft(item, section, original_section, rejected)) is not None:
+                drafts.append(draft)
+    return drafts
 
 
 def _assign_names(drafts: list[_Draft]) -> list[NormalizedEntry]:
