@@ -197,7 +197,7 @@ def merge_logs(ours: Path, theirs: Path, ancestor: Path | None = None, note: str
     MergeRefused, with one line saying why, for a log that is damaged, hand-edited, ends in
     an unfinished write or holds records of a newer version.
     """
-    ours_label, theirs_label, ancestor_label = labels
+    ours_label, theirs_label, _ancestor_label = labels
     shared = common_prefix(ours, theirs)
     ours_size, theirs_size = _size(ours), _size(theirs)
     state, prefix = _fold_prefix(ours, shared, ours_label)
@@ -207,28 +207,7 @@ def merge_logs(ours: Path, theirs: Path, ancestor: Path | None = None, note: str
         raise MergeRefused("a log changed while it was being merged")
     ours_ids = {tx.commit.tx for tx in ours_rest}
     theirs_ids = {tx.commit.tx for tx in theirs_rest}
-
-    left_out: set[str] = set()  # the ancestor's, dropped by ours: not brought over
-    undo: set[str] = set()  # the ancestor's, dropped by theirs: undone
-    ancestor_tx = ""
-    if ancestor is not None and _size(ancestor):
-        ancestor_size = _size(ancestor)
-        ancestor_tx = _last_commit(ancestor, ancestor_size)
-        in_ours = common_prefix(ancestor, ours)
-        if not (in_ours == ancestor_size and ancestor_size <= prefix.offset):
-            _state, start = _fold_prefix(ancestor, min(in_ours, prefix.offset), ancestor_label)
-            ancestor_rest, _end = _rest(ancestor, start, ancestor_label)
-            if start.offset < prefix.offset:  # the part of the shared bytes after `start`: both sides have it
-                between, _ = _rest_until(ours, start, prefix.offset, ours_label)
-            else:
-                between = set()
-            for tx in ancestor_rest:
-                if tx.commit.tx in between:
-                    continue
-                if tx.commit.tx not in ours_ids:
-                    left_out.add(tx.commit.tx)
-                elif tx.commit.tx not in theirs_ids:
-                    undo.add(tx.commit.tx)
+    left_out, undo, ancestor_tx = _dropped(ancestor, ours, prefix, ours_ids, theirs_ids, labels)
 
     brought = [tx for tx in theirs_rest if tx.commit.tx not in ours_ids and tx.commit.tx not in left_out]
     ours_only = [tx for tx in ours_rest if tx.commit.tx not in theirs_ids]
@@ -236,20 +215,10 @@ def merge_logs(ours: Path, theirs: Path, ancestor: Path | None = None, note: str
         return MergeOutcome(base="ours", keep=ours_size, tail=b"", left_out=sorted(left_out))
     if not ours_only and not undo and not left_out:
         return MergeOutcome(base="theirs", keep=theirs_size, tail=b"", brought=len(brought))
+    if not brought:  # only a revert: ours stays as it is, and the revert is appended
+        return _revert_only(state, ours_rest, undo, ours_end, ours_size)
 
     before = state.copy() if undo else None
-    if not brought:  # only a revert: ours stays as it is, and the revert is appended
-        current = state
-        for tx in ours_rest:
-            apply_transaction(current, list(tx.events), tx.commit.seq, tx.commit.at)
-        assert before is not None
-        at = max(tx.commit.at for tx in ours_rest)
-        revert = _revert(before, current, ours_rest, undo, at)
-        if revert is None:
-            return MergeOutcome(base="ours", keep=ours_size, tail=b"", reverted=sorted(undo))
-        tail, _end = restamp([revert], ours_end)
-        return MergeOutcome(base="ours", keep=ours_size, tail=tail, appended=1, reverted=sorted(undo))
-
     merged: Merged = merge_transactions(state, ours_rest, theirs_rest, frozenset(left_out))
     sequence = [Tx(r.events, r.commit) for r in merged.transactions]
     at = max(r.commit.at for r in merged.transactions)
@@ -272,6 +241,51 @@ def merge_logs(ours: Path, theirs: Path, ancestor: Path | None = None, note: str
     return MergeOutcome(base="ours", keep=prefix.offset, tail=tail, brought=len(brought), appended=len(written),
                         conflicts=list(merged.conflicts), renamed=renamed, reverted=sorted(undo),
                         left_out=sorted(left_out))
+
+
+def _dropped(ancestor: Path | None, ours: Path, prefix: Position, ours_ids: set[str], theirs_ids: set[str],
+             labels: tuple[str, str, str]) -> tuple[set[str], set[str], str]:
+    """What each side dropped of the ancestor's transactions: (dropped by ours: not brought over, dropped by
+    theirs: undone, the ancestor's last transaction id)."""
+    ours_label, _theirs_label, ancestor_label = labels
+    left_out: set[str] = set()
+    undo: set[str] = set()
+    if ancestor is None or not _size(ancestor):
+        return left_out, undo, ""
+    ancestor_size = _size(ancestor)
+    ancestor_tx = _last_commit(ancestor, ancestor_size)
+    in_ours = common_prefix(ancestor, ours)
+    if in_ours == ancestor_size and ancestor_size <= prefix.offset:
+        return left_out, undo, ancestor_tx
+    _state, start = _fold_prefix(ancestor, min(in_ours, prefix.offset), ancestor_label)
+    ancestor_rest, _end = _rest(ancestor, start, ancestor_label)
+    if start.offset < prefix.offset:  # the part of the shared bytes after `start`: both sides have it
+        between, _ = _rest_until(ours, start, prefix.offset, ours_label)
+    else:
+        between = set()
+    for tx in ancestor_rest:
+        if tx.commit.tx in between:
+            continue
+        if tx.commit.tx not in ours_ids:
+            left_out.add(tx.commit.tx)
+        elif tx.commit.tx not in theirs_ids:
+            undo.add(tx.commit.tx)
+    return left_out, undo, ancestor_tx
+
+
+def _revert_only(state: PlaybookState, ours_rest: list[Tx], undo: set[str], ours_end: Position,
+                 ours_size: int) -> MergeOutcome:
+    """Nothing to bring over, only the ancestor's transactions theirs dropped to undo: ours, and a revert."""
+    before = state.copy()
+    current = state
+    for tx in ours_rest:
+        apply_transaction(current, list(tx.events), tx.commit.seq, tx.commit.at)
+    at = max(tx.commit.at for tx in ours_rest)
+    revert = _revert(before, current, ours_rest, undo, at)
+    if revert is None:
+        return MergeOutcome(base="ours", keep=ours_size, tail=b"", reverted=sorted(undo))
+    tail, _end = restamp([revert], ours_end)
+    return MergeOutcome(base="ours", keep=ours_size, tail=tail, appended=1, reverted=sorted(undo))
 
 
 def _rest_until(path: Path, start: Position, end: int, label: str) -> tuple[set[str], Position]:
