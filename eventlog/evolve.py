@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Union
 
-from .domain import PlaybookState
-from .handlers import used
+from .domain import PlaybookState, Usage
 from .events import Event, KeyPointEvaluated, TransactionCommitted, record_view
 from .registry import COMMIT_READS, REGISTRY, Handler
 
@@ -56,19 +55,25 @@ def apply_records(state: PlaybookState, records: list[Any]) -> None:
     on each transaction; records after the last commit must not be passed.
     """
     get = _HANDLERS.get
-    where, sections = state.where, state.sections
+    where, sections, usage = state.where, state.sections, state.usage
     evaluated, evaluated_view = _EVALUATED
     changed = False
     for record in records:
         kind = type(record)
-        if kind is evaluated_view or kind is evaluated:  # about half of any log: `_counters`, inlined
-            section = where.get(record.name)
+        if kind is evaluated_view or kind is evaluated:  # about half of any log: `counters` and `used`, inlined
+            name = record.name
+            section = where.get(name)
             if section is not None:
-                kp = sections[section][record.name]
-                if kp.helpful != record.helpful or kp.harmful != record.harmful:
-                    used(state, record.name)
-                kp.helpful = record.helpful
-                kp.harmful = record.harmful
+                kp = sections[section][name]
+                helpful, harmful = record.helpful, record.harmful
+                if kp.helpful != helpful or kp.harmful != harmful:
+                    found = usage.get(name)
+                    if found is None:
+                        found = usage[name] = Usage()
+                    found.last_used = state.sessions + 1
+                    found.stale = False
+                    kp.helpful = helpful
+                    kp.harmful = harmful
             changed = True
         elif kind is CommitView or kind is TransactionCommitted:
             if changed and record.at:

@@ -17,12 +17,13 @@ from .domain import legacy_number
 def _note_name(state: PlaybookState, name: str) -> None:
     high_water = state.high_water
     slug, dash, digits = name.rpartition("-")
+    highest = high_water.get(slug) if dash else None
     if digits.endswith("\n"):  # as `generate_keypoint_name`'s `$` does
         digits = digits[:-1]
     # `pat-007`, no regex: it runs per insert. isdecimal, not isdigit: `int` rejects "²", `\d` skips it.
-    if dash and slug in high_water and digits.isdecimal() and len(digits) <= MAX_ID_DIGITS:
+    if highest is not None and digits.isdecimal() and len(digits) <= MAX_ID_DIGITS:
         number = int(digits)
-        if number > high_water[slug]:
+        if number > highest:
             high_water[slug] = number
     elif (legacy := legacy_number(name)) is not None and legacy > high_water.get("kpt", 0):
         high_water["kpt"] = legacy
@@ -31,13 +32,14 @@ def _note_name(state: PlaybookState, name: str) -> None:
 def _insert(state: PlaybookState, section: str, kp: KeyPoint) -> None:
     # A name that is somehow already present is replaced, keeping names unique; a section this
     # version does not know (a newer writer's) lands in OTHERS rather than failing every reader.
+    name = kp.name
     if section not in state.sections:
         section = OTHERS
-    if kp.name in state.where:
-        _remove(state, kp.name)
-    state.sections[section][kp.name] = kp
-    state.where[kp.name] = section
-    _note_name(state, kp.name)
+    if name in state.where:
+        _remove(state, name)
+    state.sections[section][name] = kp
+    state.where[name] = section
+    _note_name(state, name)
 
 
 def _remove(state: PlaybookState, name: str) -> KeyPoint | None:
@@ -52,8 +54,9 @@ def _remove(state: PlaybookState, name: str) -> KeyPoint | None:
 
 
 def imported(state: PlaybookState, e: ev.KeyPointImported) -> bool:
-    _insert(state, e.section, KeyPoint(e.name, e.text, e.helpful, e.harmful))
-    state.usage[e.name] = Usage(last_used=state.sessions)
+    name = e.name
+    _insert(state, e.section, KeyPoint(name, e.text, e.helpful, e.harmful))
+    state.usage[name] = Usage(0, 0, state.sessions)
     return False
 
 
@@ -64,8 +67,15 @@ def playbook_imported(state: PlaybookState, e: ev.PlaybookImported) -> bool:
 
 
 def added(state: PlaybookState, e: ev.KeyPointAdded) -> bool:
-    _insert(state, e.section, KeyPoint(e.name, e.text, e.helpful, e.harmful))
-    state.usage[e.name] = Usage(last_used=state.sessions)
+    name, section = e.name, e.section
+    kp = KeyPoint(name, e.text, e.helpful, e.harmful)
+    if name in state.where or section not in state.sections:
+        _insert(state, section, kp)
+    else:  # the usual case, `_insert` inlined: a fold runs this per added entry
+        state.sections[section][name] = kp
+        state.where[name] = section
+        _note_name(state, name)
+    state.usage[name] = Usage(0, 0, state.sessions)
     return True
 
 
@@ -87,8 +97,11 @@ def merged(state: PlaybookState, e: ev.KeyPointsMerged) -> bool:
 
 
 def removed(state: PlaybookState, e: ev.KeyPointDeleted | ev.KeyPointPruned) -> bool:
-    _remove(state, e.name)
-    state.usage.pop(e.name, None)
+    name = e.name
+    section = state.where.pop(name, None)  # `_remove`, inlined: a fold runs this per delete and prune
+    if section is not None:
+        state.sections[section].pop(name)
+    state.usage.pop(name, None)
     return True
 
 
