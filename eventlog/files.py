@@ -25,3 +25,12 @@ def make_dirs(path: Path) -> None:
             directory.mkdir(mode=DIR_MODE)
         except FileExistsError:
             pass
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename or creation inside `directory` durable: on POSIX only the directory's own fsync does."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -23,16 +23,8 @@ from .events import Cause, Event, TailRepaired
 from .faults import point as fault
 from .logformat import encoded, start, text
 from .positions import Committed, Position, TornTail, Written
-from .files import FILE_MODE, make_dirs
+from .files import FILE_MODE, fsync_dir, make_dirs
 from .store import Decider
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class JsonlEventStore:
@@ -136,7 +128,7 @@ class JsonlEventStore:
             finally:
                 os.close(fd)
             if created:
-                _fsync_dir(self.path.parent)
+                fsync_dir(self.path.parent)
         except OSError as exc:
             raise StorageError.failed("append to", self.path, exc) from exc
         fault("after-fsync")

@@ -26,7 +26,7 @@ import msgspec
 from eventlog.errors import CorruptLogError, PlaybookError
 from eventlog.events import Cause, HistoryRewritten
 from eventlog.faults import point as fault
-from eventlog.files import FILE_MODE
+from eventlog.files import FILE_MODE, fsync_dir
 from eventlog.logformat import COMMIT, CRC_DIGITS, Running, check_line, encoded, hash_after, split_hash, stamp, start
 from eventlog.positions import Position
 from eventlog.store import LogReader, commit_record, new_transaction
@@ -159,7 +159,7 @@ def purge(repo: PlaybookRepository, redact: Redact, reason: Literal["secrets", "
         if keep_original is not None:
             _keep(log, keep_original)
         os.replace(temp, log)
-        _fsync_dir(log.parent)
+        fsync_dir(log.parent)
         fault("purge-after-rename")
         if progress:
             progress("rebuilding playbook.json, the hook's projection, the recall index and the checkpoints")
@@ -184,7 +184,7 @@ def _remove_derived(repo: PlaybookRepository) -> None:
     checkpoints.clear(repo.claude_dir / checkpoints.CHECKPOINT_DIR)
     for path in (repo.injection_path, repo.recall_path, repo.snapshot_path):
         path.unlink(missing_ok=True)
-    _fsync_dir(repo.claude_dir)
+    fsync_dir(repo.claude_dir)
 
 
 def _write_new(path: Path, data: bytes) -> None:
@@ -207,13 +207,3 @@ def _keep(log: Path, target: Path) -> None:
         os.chmod(target, FILE_MODE)
         with open(target, "rb+") as handle:
             os.fsync(handle.fileno())
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-

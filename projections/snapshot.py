@@ -18,7 +18,7 @@ import msgspec
 from eventlog.domain import SECTION_SLUGS, KeyPoint, PendingLearning, PendingProposal, PlaybookState, Usage
 from eventlog.events import encodable_json
 from eventlog.faults import point as fault
-from eventlog.files import FILE_MODE
+from eventlog.files import FILE_MODE, fsync_dir
 from eventlog.store import Position
 
 
@@ -183,8 +183,4 @@ def write_atomically(path: Path, data: bytes) -> None:
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
-    fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_dir(path.parent)
