@@ -21,18 +21,11 @@ Reading never fails on the content of a line: a line that is not a JSON object
 complete lines read. A last line without its newline that does not parse yet is
 not counted: Claude Code may be in the middle of appending it.
 
-What is read is condensed for the models (`Caps`; `CONDENSED` by default). The user's
-messages and the assistant's text are kept whole. A tool's output is cut to its head and
-tail with a marker saying how much was cut, and the lines of the cut part that look like
-errors (tracebacks, `Error:`, `FAILED`, ...) are kept; a tool error keeps more. A file's
-contents read by a tool keep only their head. An output that repeats an earlier one word
-for word (the same file read again, the same command run again) is replaced by a line
-saying so. `PLAIN` is the reading before condensing (each output's first 1,000 characters).
+What is read is condensed for the models by `playbook.condense` (`CONDENSED` by default).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -46,42 +39,10 @@ import msgspec
 from eventlog.domain import SECTION_SLUGS
 from eventlog.errors import PlaybookError
 
-__all__ = ["CONDENSED", "Caps", "Message", "PLAIN", "Transcript", "TranscriptError", "cited_ids", "read_transcript",
-           "without_private"]
+from .condense import CONDENSED, Caps, Reading, tool_result, tool_use
 
+__all__ = ["Message", "Transcript", "TranscriptError", "cited_ids", "read_transcript", "without_private"]
 
-class Caps(msgspec.Struct, frozen=True, kw_only=True):
-    """How much of each tool call and tool output reaches the models (characters)."""
-
-    tool_input: int = 200
-    """Of a tool call's input (its command, path, pattern, ...), on one line."""
-    tool_result: int = 240
-    """Of a tool's output: its head and tail, two thirds of it the tail (where a command's verdict is)."""
-    tool_error: int = 1200
-    """Of an output the tool marked as an error."""
-    file_read: int = 160
-    """Of a file's contents read by a tool (Read, NotebookRead): its head; the model can read the file again."""
-    error_lines: int = 600
-    """Of the lines of a cut part that look like errors, kept in order."""
-    repeat_min: int = 200
-    """An output of at least this many characters that equals an earlier one is replaced by a back-reference."""
-    collapse_repeats: bool = True
-    head_only: bool = False
-    """Cut to the head alone, without the tail or the error lines (the reading before condensing)."""
-
-
-CONDENSED = Caps()
-PLAIN = Caps(tool_result=1000, tool_error=1000, file_read=1000, error_lines=0, collapse_repeats=False, head_only=True)
-TOOL_INPUT_CHARS = CONDENSED.tool_input
-TOOL_RESULT_CHARS = CONDENSED.tool_result
-_FILE_READERS = frozenset({"Read", "NotebookRead"})
-_LINE_NUMBER = re.compile(r"^ *\d+\t", re.MULTILINE)
-# A line that reports an error (not code that handles one: `except ValueError:`, `class XError`)
-_ERROR_LINE = re.compile(
-    r"^\s*(?:Traceback \(most recent call last\)|[\w.]*(?:Error|Exception|Warning)\b:?|E\s{2,}\S|FAILED\b|ERROR\b"
-    r"|FAIL\b|fatal:|error(?:\[\w+\])?:|panic:)|No such file or directory|[Pp]ermission denied|command not found"
-    r"|[Ee]xit code [1-9]",
-)
 
 # user text that Claude Code writes around local slash commands (/compact, /clear, ...)
 _WRAPPER_PREFIXES = (
@@ -92,8 +53,6 @@ _WRAPPER_PREFIXES = (
     "<local-command-stderr>",
     "<local-command-caveat>",
 )
-# the input field that says best what a tool call did, by preference
-_TOOL_KEYS = ("command", "file_path", "notebook_path", "path", "pattern", "url", "query", "description", "skill", "prompt")
 
 _ID = re.compile(r"(?:" + "|".join(map(re.escape, SECTION_SLUGS.values())) + r")-\d+|kpt_\d+")
 _BRACKET = re.compile(r"\[([^\[\]\n]{1,300})\]")
@@ -180,110 +139,6 @@ def _clean(text: str) -> str:
         return text.encode("utf-8", "replace").decode("utf-8")
 
 
-def _truncate(text: str, limit: int) -> str:
-    text = text.strip()
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… [{len(text) - limit} more chars]"
-
-
-def _cut(text: str, limit: int, caps: Caps, head_only: bool = False) -> str:
-    """`text` within about `limit` characters: its head and tail around a marker, plus the error lines of
-    the part cut out (or its head alone, with `head_only`)."""
-    text = text.strip()
-    if len(text) <= limit:
-        return text
-    if head_only or caps.head_only:
-        return f"{text[:limit]}… [{len(text) - limit:,} more chars]"
-    head = limit // 3
-    tail = limit - head
-    middle = text[head:len(text) - tail]
-    kept: list[str] = []
-    room = caps.error_lines
-    for line in middle.splitlines():
-        line = line.strip()
-        if line and room > 0 and _ERROR_LINE.search(line):
-            line = line[:room]
-            kept.append(line)
-            room -= len(line) + 1
-    errors = "\n".join(kept)
-    marker = f"… [{len(middle):,} chars cut" + (f"; error lines kept:]\n{errors}\n[…] …" if kept else "] …")
-    return f"{text[:head]}{marker}{text[len(text) - tail:]}"
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-class _Reading:
-    """What reading one transcript remembers across records: the caps, which tool each call id was (and
-    what it read), and the outputs seen so far (to collapse repeats)."""
-
-    def __init__(self, caps: Caps) -> None:
-        self.caps = caps
-        self.calls: dict[str, tuple[str, str]] = {}
-        self.seen: dict[bytes, str] = {}
-
-
-def _tool_use(block: dict[str, Any], reading: _Reading) -> str:
-    name = block.get("name") if isinstance(block.get("name"), str) else "?"
-    tool_input = block.get("input")
-    summary = ""
-    if isinstance(tool_input, dict):
-        for key in _TOOL_KEYS:
-            value = tool_input.get(key)
-            if isinstance(value, str) and value.strip():
-                summary = value
-                break
-        else:
-            if tool_input:
-                try:
-                    summary = json.dumps(tool_input, ensure_ascii=False, sort_keys=True)
-                except (TypeError, ValueError, RecursionError):
-                    summary = "…"
-    elif isinstance(tool_input, str):
-        summary = tool_input
-    summary = _truncate(_one_line(summary), reading.caps.tool_input)
-    if isinstance(block.get("id"), str):
-        reading.calls[block["id"]] = (str(name), summary)
-    return f"[tool {name}: {summary}]" if summary else f"[tool {name}]"
-
-
-def _tool_result(block: dict[str, Any], reading: _Reading) -> str:
-    content = block.get("content")
-    parts: list[str] = []
-    if isinstance(content, str):
-        parts.append(content)
-    elif isinstance(content, list):
-        for item in content:
-            if isinstance(item, dict):
-                if item.get("type") == "text" and isinstance(item.get("text"), str):
-                    parts.append(item["text"])
-                elif item.get("type") == "image":
-                    parts.append("[image]")
-            elif isinstance(item, str):
-                parts.append(item)
-    error = block.get("is_error") is True
-    label = "tool error" if error else "tool result"
-    whole = "\n".join(parts).strip()
-    caps = reading.caps
-    tool, target = reading.calls.get(str(block.get("tool_use_id")), ("?", ""))
-    if caps.collapse_repeats and len(whole) >= caps.repeat_min:
-        # A file read with line numbers (Read's `   12\t...`) and dumped by `cat` is one dump.
-        bare = _LINE_NUMBER.sub("", whole).strip()
-        key = hashlib.blake2b(bare.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-        if (earlier := reading.seen.get(key)) is not None:
-            return f"[{label}: {len(whole):,} characters, the same as the earlier output of {earlier}]"
-        reading.seen[key] = f"{tool} {target}".strip()
-    if error:
-        text = _cut(whole, caps.tool_error, caps)
-    elif tool in _FILE_READERS:
-        text = _cut(whole, caps.file_read, caps, head_only=True)
-    else:
-        text = _cut(whole, caps.tool_result, caps)
-    return f"[{label}: {text}]" if text else f"[{label}]"
-
-
 def without_private(text: str) -> str:
     """`text` with each `<private>...</private>` span replaced by `[private]`.
 
@@ -299,7 +154,7 @@ def _is_wrapper(text: str) -> bool:
     return text.lstrip().startswith(_WRAPPER_PREFIXES)
 
 
-def _user_text(content: Any, reading: _Reading) -> str:
+def _user_text(content: Any, reading: Reading) -> str:
     if isinstance(content, str):
         return "" if _is_wrapper(content) else without_private(content)
     parts: list[str] = []
@@ -311,7 +166,7 @@ def _user_text(content: Any, reading: _Reading) -> str:
             if not _is_wrapper(block["text"]):
                 parts.append(without_private(block["text"]))
         elif kind == "tool_result":
-            parts.append(_tool_result(block, reading))
+            parts.append(tool_result(block, reading))
         elif kind == "image":
             parts.append("[image]")
         elif kind == "document":
@@ -319,7 +174,7 @@ def _user_text(content: Any, reading: _Reading) -> str:
     return "\n".join(p for p in parts if p.strip())
 
 
-def _assistant_text(content: Any, reading: _Reading) -> str:
+def _assistant_text(content: Any, reading: Reading) -> str:
     if isinstance(content, str):
         return content
     parts: list[str] = []
@@ -330,7 +185,7 @@ def _assistant_text(content: Any, reading: _Reading) -> str:
         if kind == "text" and isinstance(block.get("text"), str):
             parts.append(block["text"])
         elif kind in ("tool_use", "server_tool_use"):
-            parts.append(_tool_use(block, reading))
+            parts.append(tool_use(block, reading))
         # thinking, redacted_thinking and anything else: not conversation
     return "\n".join(p for p in parts if p.strip())
 
@@ -339,7 +194,7 @@ def _is_conversation(record: dict[str, Any]) -> bool:
     return record.get("type") in ("user", "assistant")
 
 
-def _message(record: dict[str, Any], subagent: bool, reading: _Reading) -> Message | None:
+def _message(record: dict[str, Any], subagent: bool, reading: Reading) -> Message | None:
     """The record's message, or None when it is not conversation. Raises _Broken."""
     if not _is_conversation(record):
         return None
@@ -395,6 +250,57 @@ def _open(path: Path) -> Any:
     return handle
 
 
+class _Conversation:
+    """What reading one transcript has found so far: its messages, the lines counted, the broken ones."""
+
+    def __init__(self, subagent: bool | None, caps: Caps) -> None:
+        self.subagent = subagent
+        self.reading = Reading(caps)
+        self.messages: list[Message] = []
+        self.count = 0
+        self.broken = 0
+
+    def _notice(self, record: dict[str, Any]) -> None:
+        if self.subagent is None and _is_conversation(record):
+            self.subagent = record.get("isSidechain") is True
+
+    def skip(self, line: bytes | None) -> None:
+        """A line before `start_line`: counted, and read only to learn whether the transcript is a subagent's."""
+        self.count += 1
+        if self.subagent is None and line is not None:
+            try:
+                record = _decode(line)
+            except _Broken:
+                return
+            self._notice(record)
+
+    def read(self, line: bytes | None, terminated: bool) -> bool:
+        """Takes one line in; False for a last line that does not parse yet (it is read next time)."""
+        try:
+            record = _decode(line)
+        except _Broken:
+            if not terminated:
+                return False
+            self.count += 1
+            self.broken += 1
+            return True
+        self.count += 1
+        self._notice(record)
+        try:
+            message = _message(record, bool(self.subagent), self.reading)
+        except _Broken:
+            self.broken += 1
+            return True
+        if message is None:
+            return True
+        if self.messages and self.messages[-1].role == message.role:
+            last = self.messages[-1]
+            self.messages[-1] = Message(role=message.role, content=f"{last.content}\n{message.content}")
+        else:
+            self.messages.append(message)
+        return True
+
+
 def read_transcript(path: str | os.PathLike[str], start_line: int = 0, max_line_bytes: int = 1_000_000,
                     caps: Caps = CONDENSED) -> Transcript:
     """The conversation in a transcript from line `start_line` (0-based) on, condensed by `caps`.
@@ -407,51 +313,18 @@ def read_transcript(path: str | os.PathLike[str], start_line: int = 0, max_line_
     start_line = max(0, start_line)
     max_line_bytes = max(1, max_line_bytes)
     # a subagent's own transcript is all sidechain records: keep them there
-    subagent: bool | None = True if path.name.startswith("agent-") else None
-    messages: list[Message] = []
-    broken = 0
-    count = 0
-    reading = _Reading(caps)
+    found = _Conversation(True if path.name.startswith("agent-") else None, caps)
     handle = _open(path)
     try:
         with handle:
             for line, terminated in _lines(handle, max_line_bytes):
-                index = count
-                if index < start_line:
-                    count += 1
-                    if subagent is None and line is not None:
-                        try:
-                            record = _decode(line)
-                        except _Broken:
-                            continue
-                        if _is_conversation(record):
-                            subagent = record.get("isSidechain") is True
-                    continue
-                try:
-                    record = _decode(line)
-                except _Broken:
-                    if not terminated:
-                        break  # maybe still being written: read it next time
-                    count += 1
-                    broken += 1
-                    continue
-                count += 1
-                if subagent is None and _is_conversation(record):
-                    subagent = record.get("isSidechain") is True
-                try:
-                    message = _message(record, bool(subagent), reading)
-                except _Broken:
-                    broken += 1
-                    continue
-                if message is None:
-                    continue
-                if messages and messages[-1].role == message.role:
-                    messages[-1] = Message(role=message.role, content=f"{messages[-1].content}\n{message.content}")
-                else:
-                    messages.append(message)
+                if found.count < start_line:
+                    found.skip(line)
+                elif not found.read(line, terminated):
+                    break
     except OSError as exc:
         raise TranscriptError(f"cannot read transcript {path}: {exc.strerror or type(exc).__name__}") from exc
-    return Transcript(messages=messages, lines=count, broken_lines=broken)
+    return Transcript(messages=found.messages, lines=found.count, broken_lines=found.broken)
 
 
 def cited_ids(messages: Iterable[Message]) -> list[str]:
