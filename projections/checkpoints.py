@@ -2,7 +2,9 @@
 
 Derived data, rebuilt at will and never trusted blindly: a checkpoint is used only
 when the log still carries its position's hash. Written every CHECKPOINT_EVERY
-events, by appends as they pass the mark and by folds that pass it.
+events, by appends as they pass the mark and by folds that pass it; each one also
+brings the commit index up to the log's end, so a query finds it current and reads
+only the transactions written since the last mark.
 """
 
 from __future__ import annotations
@@ -37,13 +39,24 @@ def crosses(before: int, after: int, every: int | None = None) -> bool:
     return after // every > before // every
 
 
-def save(directory: Path, state: PlaybookState, position: Position) -> None:
-    """Keep `state` at `position`; failures are ignored (a checkpoint only saves time)."""
+def save(directory: Path, state: PlaybookState, position: Position, log: Path | None = None) -> None:
+    """Keep `state` at `position`, and extend the commit index of `log` (by default the log beside
+    `directory`) to its end; failures are ignored (both only save time).
+
+    The index is extended here, a mark at a time, rather than by the first query that needs it:
+    building it for a long log reads the whole file, which no query should wait for."""
     try:
         make_dirs(directory)
         path = directory / f"{position.seq}.msgpack"
         if not path.exists():
             write_atomically(path, msgspec.msgpack.encode(Checkpoint(state=state.copy(), position=position)))
+    except OSError:
+        return
+    from .commitindex import CommitIndex
+    from .repository import LOG_NAME
+
+    try:
+        CommitIndex.load(log or directory.parent / LOG_NAME, directory).close()
     except OSError:
         pass
 
