@@ -76,6 +76,23 @@ def wait_for_learning(repo: PlaybookRepository, count: int, timeout: float = 90)
     raise AssertionError(f"no learning transaction; learner log: {log.read_text() if log.exists() else '(none)'}")
 
 
+def snapshot_of_log(claude_dir: Path, timeout: float = 60) -> dict:
+    """playbook.json once it reflects the whole log (its `log` block's offset is the log's size): the learner
+    replaces the file after its transaction is in the log, so the log line alone does not mean it is there."""
+    snapshot_path, log_path = claude_dir / "playbook.json", claude_dir / "playbook.events.jsonl"
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            snapshot = json.loads(snapshot_path.read_text())
+            if snapshot.get("log", {}).get("offset") == log_path.stat().st_size:
+                return snapshot
+        except (OSError, ValueError):
+            snapshot = None  # being replaced: read again
+        if time.monotonic() > deadline:
+            raise AssertionError(f"playbook.json does not reflect the log after {timeout} s: {snapshot}")
+        time.sleep(0.1)
+
+
 def test_claude_code_sessions_inject_the_playbook_and_learn_from_it(tmp_path):
     project, home = tmp_path / "project", tmp_path / "home"
     (project / ".claude").mkdir(parents=True)
@@ -103,7 +120,7 @@ def test_claude_code_sessions_inject_the_playbook_and_learn_from_it(tmp_path):
         assert [(e.name, e.rating) for e in transaction.events if isinstance(e, KeyPointEvaluated)] == [
             ("kpt_001", "helpful")]
         assert [e.text for e in transaction.events if isinstance(e, KeyPointAdded)] == ["prefer pathlib over os.path"]
-        snapshot = json.loads((project / ".claude" / "playbook.json").read_text())
+        snapshot = snapshot_of_log(project / ".claude")
         assert snapshot["sections"]["OTHERS"] == [
             {"name": "kpt_001", "text": "run the tests before committing", "helpful": 1, "harmful": 0}]
         assert snapshot["sections"]["USER PREFERENCES"] == [

@@ -20,7 +20,7 @@ import pytest
 from eventlog.events import LearningCompleted, LearningFailed, LearningRequested, PlaybookDisabled, PlaybookEnabled
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, Reply, reply_error, request_texts
-from tests.test_e2e_claude_code import CLAUDE, CURATION, respond, wait_for_learning
+from tests.test_e2e_claude_code import CLAUDE, CURATION, respond, snapshot_of_log, wait_for_learning
 from tests.test_e2e_plugin import PLUGIN, UV, network_env, tool_path, transcript_records, wait_for_ready
 from tests.test_hooks_isolation import tracked_copy
 from tests.test_learning_cli import store_login
@@ -80,7 +80,7 @@ def test_the_plugin_on_a_login_without_a_key_learns_through_the_cli(tmp_path):
         requests = [r for r in api.message_requests() if any(p in request_texts(r.body) for p in LEARNER_PROMPTS)]
 
         # Learned on the login, through `claude -p` with no tools: the fake curator's ADD is in playbook.json.
-        snapshot = json.loads((project / ".claude" / "playbook.json").read_text())
+        snapshot = snapshot_of_log(project / ".claude")
         added = CURATION["operations"][0]["text"]
         assert [e["text"] for e in snapshot["sections"]["USER PREFERENCES"]] == [added]
         assert len(learned) == 1 and len(asked) == 2 and all(not b.get("tools") for b in asked)
