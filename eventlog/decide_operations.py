@@ -32,7 +32,7 @@ def _add(d: Decision, kind: SkipKind, index: int, item: Any, text: Any, section_
     if value is None:
         d.skip(kind, problem or SkipReason.EMPTY_TEXT, "ADD without text", index, item)
         return
-    if value in d.state.texts():
+    if value in d.texts():
         d.skip(kind, SkipReason.DUPLICATE_TEXT, f"text already in the playbook: {value[:80]}", index, item)
         return
     section, unknown = resolve_section_detail(section_name)

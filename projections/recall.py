@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import math
 import os
+import re
+from functools import lru_cache
 from pathlib import Path
 
 import msgspec
@@ -44,11 +46,14 @@ STOP = frozenset(
 )
 
 
+_WORD = re.compile(r"[^\W_]+")
+"""A run of letters or digits: exactly the characters `str.isalnum` accepts (the hook's copy tests each one)."""
+
+
 def terms(text: str) -> list[str]:
     """Lower-case words of two or more letters or digits, function words dropped, a plural `s` removed."""
-    cleaned = "".join(ch if ch.isalnum() else " " for ch in text.lower())
     out = []
-    for word in cleaned.split():
+    for word in _WORD.findall(text.lower()):
         if len(word) < 2 or word in STOP:
             continue
         if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
@@ -57,43 +62,56 @@ def terms(text: str) -> list[str]:
     return out
 
 
+@lru_cache(maxsize=1 << 15)
+def _counts(text: str) -> tuple[tuple[tuple[str, int], ...], int]:
+    """The terms of `text` with their counts, in order of first use, and how many there are in all: kept
+    per text, so an index rebuilt after a change splits only the texts it has not seen."""
+    found: dict[str, int] = {}
+    for term in terms(text):
+        found[term] = found.get(term, 0) + 1
+    return tuple(found.items()), sum(found.values())
+
+
 def build(state: PlaybookState, left_out: list[str], max_chars: int = DEFAULT_MAX_CHARS, top: int = TOP) -> bytes:
     """The index (everything after the header line) of the key points named in `left_out`."""
-    lines: list[str] = []
-    counts: list[dict[str, int]] = []
+    docs: list[bytes] = []
+    counts: list[tuple[tuple[str, int], ...]] = []
+    lengths: list[int] = []
+    encode = msgspec.json.encode
     for name in left_out:
         kp = state.get(name)
         if kp is None:
             continue
-        lines.append(f"[{kp.name}] helpful={kp.helpful} harmful={kp.harmful} :: {kp.text}")
-        found: dict[str, int] = {}
-        for term in terms(kp.text):
-            found[term] = found.get(term, 0) + 1
+        docs.append(b"%07d\t" % len(docs) + encode(f"[{kp.name}] helpful={kp.helpful} harmful={kp.harmful} :: {kp.text}")
+                    + b"\n")
+        found, length = _counts(kp.text)
         counts.append(found)
-    if not lines:
+        lengths.append(length)
+    if not docs:
         return b"%s 0 %d 0 0\n" % (FORMAT, max_chars)
-    lengths = [sum(found.values()) for found in counts]
     average = sum(lengths) / len(lengths) or 1.0
     frequency: dict[str, int] = {}
     for found in counts:
-        for term in found:
+        for term, _tf in found:
             frequency[term] = frequency.get(term, 0) + 1
-    n = len(lines)
+    n = len(docs)
+    idf = {term: math.log(1 + (n - df + 0.5) / (df + 0.5)) for term, df in frequency.items()}
     postings: dict[str, list[tuple[float, int]]] = {}
     for doc, found in enumerate(counts):
         norm = K1 * (1 - B + B * lengths[doc] / average)
-        for term, tf in found.items():
-            idf = math.log(1 + (n - frequency[term] + 0.5) / (frequency[term] + 0.5))
-            postings.setdefault(term, []).append((idf * tf * (K1 + 1) / (tf + norm), doc))
-    docs = b"".join(b"%07d\t" % doc + msgspec.json.encode(line) + b"\n" for doc, line in enumerate(lines))
+        for term, tf in found:
+            postings.setdefault(term, []).append((idf[term] * tf * (K1 + 1) / (tf + norm), doc))
     table = []
     for term in sorted(postings, key=str.encode):
         # Only a term's strongest postings are kept: the hook adds at most POSTINGS numbers per prompt word,
         # and a key point that only a common word links to the prompt would not make the top few anyway.
-        best = sorted(postings[term], key=lambda item: (-item[0], item[1]))[:POSTINGS]
+        best = postings[term]
+        if len(best) > 1:
+            best = sorted(best, key=lambda item: (-item[0], item[1]))[:POSTINGS]
         table.append(f"{term}\t{' '.join(f'{doc}:{weight:.3f}' for weight, doc in best)}\n".encode())
-    meta = b"%s %d %d %d %d" % (FORMAT, top, max_chars, len(lines), len(docs))
-    return meta + b"\n" + docs + b"".join(table)
+    body = b"".join(docs)
+    meta = b"%s %d %d %d %d" % (FORMAT, top, max_chars, n, len(body))
+    return meta + b"\n" + body + b"".join(table)
 
 
 def recall_on(project: Path) -> bool:

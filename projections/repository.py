@@ -36,7 +36,7 @@ from . import checkpoints
 from .injection import INJECTION_NAME, injection_budget, injection_file, output_of, plan, settings_stamp
 from .injection import waiting_for_review
 from .recall import RECALL_NAME, recall_file
-from .snapshot import ReadSnapshot, claimed_position, read_snapshot, render, state_of, write_atomically
+from .snapshot import ReadSnapshot, claimed_position, read_snapshot, state_of, write_atomically, write_snapshot
 
 LOG_NAME = "playbook.events.jsonl"
 SNAPSHOT_NAME = "playbook.json"
@@ -143,7 +143,10 @@ class PlaybookRepository:
 
     def current(self) -> tuple[PlaybookState, Position]:
         """The state of the log's committed transactions, read-only (a stale snapshot is folded forward)."""
-        state, position = self.checkpoint()
+        return self._current_of(read_snapshot(self.snapshot_path))
+
+    def _current_of(self, found: ReadSnapshot | None) -> tuple[PlaybookState, Position]:
+        state, position = self._checkpoint_of(found)
         state, position, _torn = self.store.fold(state, position)
         return state, position
 
@@ -241,14 +244,8 @@ class PlaybookRepository:
 
     def _write_snapshot(self, state: PlaybookState, position: Position, force: bool = False) -> None:
         """Write playbook.json and the injection projection, each only when its bytes change."""
-        data = render(state, position)
         try:
-            current = self.snapshot_path.read_bytes()
-        except OSError:
-            current = None
-        try:
-            if force or current != data:
-                write_atomically(self.snapshot_path, data)
+            write_snapshot(self.snapshot_path, state, position, force)
             project = self.claude_dir.parent
             stamp = settings_stamp(project)  # before the settings are read: a change meanwhile leaves it stale
             mtime = self.snapshot_path.stat().st_mtime_ns
@@ -268,7 +265,7 @@ class PlaybookRepository:
                 return
         except OSError:
             pass
-        write_atomically(path, data)
+        write_atomically(path, data, durable_name=False)  # derived: a lost rename leaves one its readers find stale
 
     def _housekeep(self, writing: bool = True) -> Housekept:
         """Under the lock: take in what waits outside the log; the state at the log's end, and what it appended.
@@ -311,7 +308,7 @@ class PlaybookRepository:
                                 Cause(source="import", note="playbook.json found without a log"))
         if found is not None and found.snapshot is None:
             return self._import_manual_edit(found)
-        return Housekept(*self.current(), ())
+        return Housekept(*self._current_of(found), ())
 
     def _remove_stale_temps(self) -> None:
         """Remove temporary snapshot and checkpoint files a process killed mid-replace left behind.

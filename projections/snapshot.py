@@ -99,6 +99,30 @@ def render(state: PlaybookState, position: Position) -> bytes:
     return msgspec.json.format(_encoder.encode(snapshot_of(state, position)), indent=2) + b"\n"
 
 
+def write_snapshot(path: Path, state: PlaybookState, position: Position, force: bool = False) -> None:
+    """Replace the snapshot at `path` with the one of `state` at `position`, unless it holds those bytes already.
+
+    `write_atomically` without the directory's fsync: a rename lost in a crash leaves the previous
+    snapshot, whole and at a position the log still holds, which readers fold forward."""
+    snapshot = snapshot_of(state, position)
+    data = msgspec.json.format(_encoder.encode(snapshot), indent=2) + b"\n"
+    if force or _read_or_none(path) != data:
+        write_atomically(path, data, durable_name=False)
+    _remember(path, data, snapshot)
+
+
+def _read_or_none(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _remember(path: Path, raw: bytes, snapshot: SnapshotFile) -> None:
+    _last_read.clear()  # one project's snapshot at a time: the memo never holds more than one file
+    _last_read[path] = (raw, snapshot)
+
+
 class ReadSnapshot(msgspec.Struct):
     """What a playbook.json holds. `snapshot` is set when the file is ours and untouched;
     `data` is the parsed JSON otherwise (hand-written or hand-edited); `error` when unreadable."""
@@ -114,6 +138,12 @@ def _int_or_infinity(digits: str) -> int | float:
     return int(digits) if len(digits) <= 4000 else float(digits)
 
 
+_last_read: dict[Path, tuple[bytes, SnapshotFile]] = {}
+"""Per path, the bytes of the last untouched snapshot read or written here and what they decode to: the
+writer reads the file again at every append (a hand edit can come at any time), and bytes equal to
+these are neither decoded nor hashed again. A pure function's memo: equal bytes decode to equal files."""
+
+
 def read_snapshot(path: Path) -> ReadSnapshot | None:
     """The snapshot at `path`, or None when there is no file."""
     try:
@@ -122,9 +152,13 @@ def read_snapshot(path: Path) -> ReadSnapshot | None:
         return None
     except OSError as exc:
         return ReadSnapshot(error=f"cannot read {path}: {exc.strerror or exc}")
+    known = _last_read.get(path)
+    if known is not None and known[0] == raw:
+        return ReadSnapshot(snapshot=known[1])
     try:
         snapshot = _decoder.decode(raw)
         if snapshot.log is not None and snapshot.log.digest == _digest(snapshot):
+            _remember(path, raw, snapshot)
             return ReadSnapshot(snapshot=snapshot)
     except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         pass
@@ -170,8 +204,13 @@ def state_of(snapshot: SnapshotFile) -> tuple[PlaybookState, Position]:
     return state, Position(offset=log.offset, seq=log.seq, hash=log.hash, line=log.line)
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace `path` with `data`: readers see the old file or the new one, never a mix. Durable when it returns."""
+def write_atomically(path: Path, data: bytes, durable_name: bool = True) -> None:
+    """Replace `path` with `data`: readers see the old file or the new one, never a mix, before and after a crash.
+
+    The data is fsynced before the rename, so the name never leads to bytes that are not on disk. With
+    `durable_name` the directory is fsynced too and the new file survives a crash once this returns; a
+    derived file (the snapshot, the hooks' projections) does without: after a crash it may be the previous
+    one, which its readers take for out of date and rebuild or fold forward."""
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with os.fdopen(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE), "wb") as handle:
@@ -183,4 +222,5 @@ def write_atomically(path: Path, data: bytes) -> None:
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
-    fsync_dir(path.parent)
+    if durable_name:
+        fsync_dir(path.parent)
