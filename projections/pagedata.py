@@ -1,11 +1,13 @@
 """The data behind the history page: every transaction as compact deltas, in chunks, from one pass over the log.
 
-One strict read of the log (`LogReader`, hashes checked) builds everything: each
+One read of the log builds everything, the way the store's fold reads it
+(`eventlog.fastread`: a chunk of lines decoded at once and its chain checked in bulk, the
+strict reader wherever that cannot vouch for a chunk, so damage still refuses): each
 transaction becomes a short array of its cause and its changes (`ops`), strings are
 interned per chunk, and each chunk starts with the folded playbook before its first
-transaction (a keyframe: each event is applied with the fold's own `apply` right after
-its op is taken), so the page computes the playbook at any point from one keyframe and
-at most one chunk of deltas. No transaction is folded twice.
+transaction (a keyframe: each event is applied by the fold's rules right after its op is
+taken), so the page computes the playbook at any point from one keyframe and at most one
+chunk of deltas. No transaction is folded twice.
 
 Each `ModelCallRecorded` counts as model usage: the head sums it per UTC day (input tokens
 with the cache's writes and reads, output tokens, and the cost `projections.prices` gives).
@@ -23,18 +25,21 @@ order) of `[name, text, helpful, harmful]` with literal strings.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import gc
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Union
 
 import msgspec
 
 from eventlog.domain import PlaybookState
-from eventlog.events import KeyPointEvaluated, UnknownRecord
+from eventlog.events import (KeyPointEvaluated, LearningCompleted, ModelCallRecorded, TransactionCommitted,
+                             UnknownRecord, record_view)
 from eventlog.evolve import apply
-from eventlog.registry import touched_names
-from eventlog.store import LogReader, Transaction
+from eventlog.fastread import RunReader
+from eventlog.registry import EVENT_TYPES, touched_names
 
 from .pageops import CAUSES, OP_KINDS, SECTION_BIT, SECTIONS, Cause, cause_of, label, op_of, usage_of
 
@@ -163,25 +168,50 @@ class _Chunk:
                          self.seq_from, self.seq_to)
 
 
+_EVALUATED_VIEW: Any = record_view(KeyPointEvaluated, ("name", "rating", "helpful", "harmful", "rationale"))
+_EVALUATED = (_EVALUATED_VIEW, KeyPointEvaluated)
+_DECODER = msgspec.json.Decoder(Union[(_EVALUATED_VIEW, *(kind for kind in EVENT_TYPES if kind is not KeyPointEvaluated),
+                                       TransactionCommitted)])
+"""Lines as the page reads them: a rating (most of any log) as a view of what its op shows, the rest whole."""
+
+
 def build(path: Path, project: str = "", chunk_events: int = CHUNK_EVENTS,
           progress: Callable[[int], None] | None = None) -> PageData:
-    """The page data of the log at `path`, from one strict pass: transactions in chunks of at
-    least `chunk_events` events, each opening with the playbook folded up to it.
+    """The page data of the log at `path`, from one pass: transactions in chunks of at least
+    `chunk_events` events, each opening with the playbook folded up to it.
 
-    `progress` is called with the bytes read so far every chunk."""
-    builder = _Builder(chunk_events, progress)
-    reader = LogReader(path)
-    for transaction in reader:
-        builder.add(transaction)
-    return builder.finish(project, reader.position.seq)
+    The log is read as the store's fold reads it (a chunk decoded at once and its chain checked
+    in bulk, the strict reader wherever that cannot vouch for a chunk): damage raises
+    `CorruptLogError`, and a torn tail is left out. `progress` is called with the bytes read
+    so far after each run of transactions."""
+    builder = _Builder(chunk_events)
+    reader = RunReader(path)
+    with _no_cycle_collection():
+        for records in reader.runs(_DECODER):
+            builder.add(records)
+            if progress is not None:
+                progress(reader.position.offset)
+        return builder.finish(project, reader.position.seq)
+
+
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Python's cycle collector paused: the page data is millions of small lists that hold no cycle, and each
+    collection would walk all of them again (it doubled the time of a long log's page)."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
 
 
 class _Builder:
     """The page data while the log is read: the chunks so far, the folded playbook, the head's tallies."""
 
-    def __init__(self, chunk_events: int, progress: Callable[[int], None] | None) -> None:
+    def __init__(self, chunk_events: int) -> None:
         self.chunk_events = chunk_events
-        self.progress = progress
         self.state = PlaybookState()
         self.encoded: list[bytes] = []
         self.infos: list[ChunkInfo] = []
@@ -192,80 +222,103 @@ class _Builder:
         self.sessions: dict[str, None] = {}
         self.total_tx = self.total_events = 0
         self.totals = [0, 0]  # the sums of helpful and of harmful over the playbook, kept as it changes
+        self.ops: list[list[Any]] = []  # the open transaction's ops, its section mask, whether it completed learning
+        self.mask = 0
+        self.learned = False
+        self.calls: list[ModelCallRecorded] = []  # the open transaction's model calls, counted at its commit
 
-    def add(self, transaction: Transaction) -> None:
-        """One transaction: its ops into the current chunk (a new one when it is full), its events applied."""
-        events = transaction.events
-        commit = transaction.commit
-        if self.current.events >= max(self.chunk_events, 2 * len(self.state.where)):
-            self._next_chunk(transaction.start.offset)
+    def add(self, records: list[Any]) -> None:
+        """Whole transactions, their records in log order: each event's op taken and the event applied,
+        each commit closing its transaction (and the chunk, when it is full)."""
         current = self.current
-        s = current.s
-        ops, mask = self._ops(events, commit.at)
-        cause = cause_of(commit, events)
-        self.causes[cause] += 1
-        if commit.session:
-            self.sessions.pop(commit.session, None)
-            self.sessions[commit.session] = None
-        first_seq = events[0].seq if events else commit.seq
-        current.transactions.append([
-            commit.seq, commit.at, commit.tx, s(commit.source), cause, s(commit.session), s(commit.model),
-            s(commit.analysis), s(commit.reasoning), s(commit.note), mask, ops, first_seq,
-        ])
-        if not current.time_from:
-            current.time_from, current.seq_from = commit.at, first_seq
-        current.time_to, current.seq_to = commit.at, commit.seq
-        current.events += len(events)
-        self.summary.after(self.total_tx, commit.at, self.state, self.totals)
-        self.total_tx += 1
-        self.total_events += len(events)
-
-    def _next_chunk(self, offset: int) -> None:
-        self.encoded.append(self.current.encode())
-        self.infos.append(self.current.info())
-        if self.progress is not None:
-            self.progress(offset)
-        self.current = _Chunk(len(self.infos), self.total_tx, keyframe(self.state))
-
-    def _ops(self, events: list[Any], at: str) -> tuple[list[list[Any]], int]:
-        """The ops of a transaction's events, each event applied right after its op is taken, and the mask
-        of the sections they touch."""
-        current = self.current
-        s, index, strings = current.s, current.index, current.strings
+        index, strings = current.index, current.strings
         where, sections, totals = self.state.where, self.state.sections, self.totals
-        ops: list[list[Any]] = []
-        mask = 0
-        for event in events:
-            if type(event) is KeyPointEvaluated:  # most of any log: inlined
-                name, rationale = event.name, event.rationale
+        helpful_sum, harmful_sum = totals
+        ops, mask = self.ops, self.mask
+        append = ops.append
+        evaluated_view, evaluated = _EVALUATED
+        for record in records:
+            kind = type(record)
+            if kind is evaluated_view or kind is evaluated:  # most of any log: the op and the fold's rule inlined
+                name, rating, rationale = record.name, record.rating, record.rationale
                 if (n := index.get(name)) is None:
                     n = index[name] = len(strings)
                     strings.append(name)
-                if (r := index.get(event.rating)) is None:
-                    r = s(event.rating)
+                if (r := index.get(rating)) is None:
+                    r = index[rating] = len(strings)
+                    strings.append(rating)
                 why = None
                 if rationale is not None and (why := index.get(rationale)) is None:
                     why = index[rationale] = len(strings)
                     strings.append(rationale)
-                ops.append(["e", n, r, event.helpful, event.harmful, why])
-                if (section := where.get(name)) is not None:  # the fold's rule for a rating, as apply_records has it
+                helpful, harmful = record.helpful, record.harmful
+                append(["e", n, r, helpful, harmful, why])
+                if (section := where.get(name)) is not None:  # as apply_records has it
                     mask |= SECTION_BIT[section]
                     kp = sections[section][name]
-                    totals[0] += event.helpful - kp.helpful
-                    totals[1] += event.harmful - kp.harmful
-                    kp.helpful = event.helpful
-                    kp.harmful = event.harmful
-                continue
-            if isinstance(event, UnknownRecord):  # a newer version's record: shown, never applied
-                ops.append(["x", s(label(event.type)), None, None])
-                continue
-            op, bits = op_of(event, s, where)  # before it is applied: where its entries were
-            self._apply(event)
-            ops.append(op)
-            mask |= bits
-            if op[0] == "x":
-                self._count_usage(event, at)
-        return ops, mask
+                    helpful_sum += helpful - kp.helpful
+                    harmful_sum += harmful - kp.harmful
+                    kp.helpful = helpful
+                    kp.harmful = harmful
+            elif kind is TransactionCommitted:
+                totals[0], totals[1] = helpful_sum, harmful_sum
+                self.ops, self.mask = ops, mask
+                self._commit(record)
+                current = self.current
+                index, strings = current.index, current.strings
+                ops, mask = self.ops, self.mask
+                append = ops.append
+            else:
+                totals[0], totals[1] = helpful_sum, harmful_sum
+                mask |= self._other(record)
+                helpful_sum, harmful_sum = totals
+        totals[0], totals[1] = helpful_sum, harmful_sum
+        self.ops, self.mask = ops, mask
+
+    def _other(self, event: Any) -> int:
+        """The op of an event other than a rating, taken before it is applied; the sections it touches."""
+        current = self.current
+        if isinstance(event, UnknownRecord):  # a newer version's record: shown, never applied
+            self.ops.append(["x", current.s(label(event.type)), None, None])
+            return 0
+        op, bits = op_of(event, current.s, self.state.where)  # before it is applied: where its entries were
+        self._apply(event)
+        self.ops.append(op)
+        if op[0] == "x":
+            self.learned = self.learned or isinstance(event, LearningCompleted)
+            if isinstance(event, ModelCallRecorded):
+                self.calls.append(event)
+        return bits
+
+    def _commit(self, commit: TransactionCommitted) -> None:
+        """Close the open transaction; open the next chunk when this one is full."""
+        current, ops = self.current, self.ops
+        s = current.s
+        cause = cause_of(commit, self.learned)
+        for call in self.calls:
+            self._count_usage(call, commit.at)
+        self.causes[cause] += 1
+        if commit.session:
+            self.sessions.pop(commit.session, None)
+            self.sessions[commit.session] = None
+        events = len(ops)
+        first_seq = commit.seq - events if events else commit.seq  # seqs run on without a gap
+        current.transactions.append([
+            commit.seq, commit.at, commit.tx, s(commit.source), cause, s(commit.session), s(commit.model),
+            s(commit.analysis), s(commit.reasoning), s(commit.note), self.mask, ops, first_seq,
+        ])
+        if not current.time_from:
+            current.time_from, current.seq_from = commit.at, first_seq
+        current.time_to, current.seq_to = commit.at, commit.seq
+        current.events += events
+        self.summary.after(self.total_tx, commit.at, self.state, self.totals)
+        self.total_tx += 1
+        self.total_events += events
+        self.ops, self.mask, self.learned, self.calls = [], 0, False, []
+        if current.events >= max(self.chunk_events, 2 * len(self.state.where)):  # the state the next one starts from
+            self.encoded.append(current.encode())
+            self.infos.append(current.info())
+            self.current = _Chunk(len(self.infos), self.total_tx, keyframe(self.state))
 
     def _apply(self, event: Any) -> None:
         """Apply `event` to the playbook, keeping the sums of its counters."""
@@ -285,7 +338,7 @@ class _Builder:
             day[3] += used[2]
 
     def finish(self, project: str, seq: int) -> PageData:
-        """The head and the chunks, the last chunk closed."""
+        """The head and the chunks; the last chunk closed unless it is empty (and not the only one)."""
         if self.current.transactions or not self.encoded:
             self.encoded.append(self.current.encode())
             self.infos.append(self.current.info())

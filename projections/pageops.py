@@ -17,7 +17,6 @@ from eventlog.events import (
     KeyPointPruned,
     KeyPointsMerged,
     KeyPointUpdated,
-    LearningCompleted,
     ModelCallRecorded,
     SectionReordered,
     TransactionCommitted,
@@ -40,11 +39,12 @@ OP_KINDS = {
 """What each op kind means; the page's renderer and fold read the same letters."""
 
 
-def cause_of(commit: TransactionCommitted, events: list[Any]) -> Cause:
-    """What kind of act a transaction was, from its commit's source (and whether a model was asked)."""
+def cause_of(commit: TransactionCommitted, learned: bool) -> Cause:
+    """What kind of act a transaction was, from its commit's source (and whether a model was asked or a
+    learning cycle completed in it: `learned`)."""
     source = commit.source
     if source.startswith("hook:") or source.startswith("learn"):
-        return "learning" if commit.model or any(isinstance(e, LearningCompleted) for e in events) else "hook"
+        return "learning" if commit.model or learned else "hook"
     if source.startswith("manual"):
         return "manual"
     if source.startswith("revert"):

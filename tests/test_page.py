@@ -20,6 +20,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from eventlog.commands import ModelCall, RecordModelCalls
 from eventlog.decide import ApplyOperations, Evaluate
 from eventlog.domain import PlaybookState
 from eventlog.events import Cause, Event, KeyPointAdded, ModelCallRecorded
@@ -443,32 +444,19 @@ def test_page_data_comes_from_one_pass_in_chunks(project):
     assert added  # the log has the changes the page shows
 
 
-def test_usage_events_give_a_cost_per_day_and_the_page_shows_it(browser, project, tmp_path, monkeypatch):
-    from projections import pagedata
-
-    transactions = list(LogReader(project.repo.log_path))
-    last = transactions[-1]
-    day = last.commit.at[:10]
+def test_usage_events_give_a_cost_per_day_and_the_page_shows_it(browser, project, tmp_path):
+    shutil.copytree(project.root / ".claude", tmp_path / "used" / ".claude")
+    repo = PlaybookRepository(tmp_path / "used" / ".claude")
     # One call whose backend reported its cost, one priced by the table: sonnet, 800 + 200 cache read in, 100 out.
-    usage = [ModelCallRecorded(seq=0, tx=last.commit.tx, at=last.commit.at, role="reflector", model="claude-opus-5-5",
-                               backend="api", attempt=1, outcome="ok", input_tokens=1200, output_tokens=300,
-                               cost_usd=0.0081),
-             ModelCallRecorded(seq=0, tx=last.commit.tx, at=last.commit.at, role="curator", model="claude-sonnet-5-5",
-                               backend="api", attempt=1, outcome="ok", input_tokens=800, output_tokens=100,
-                               cache_read_input_tokens=200)]
-    transactions[-1] = type(last)(events=[*last.events, *usage], commit=last.commit, start=last.start, end=last.end)
-
-    class Reader:
-        def __init__(self, path: Path) -> None:
-            self.position = last.end
-
-        def __iter__(self):
-            return iter(transactions)
-
-    monkeypatch.setattr(pagedata, "LogReader", Reader)
+    calls = [ModelCall(role="reflector", model="claude-opus-5-5", backend="api", attempt=1, outcome="ok",
+                       input_tokens=1200, output_tokens=300, cost_usd=0.0081),
+             ModelCall(role="curator", model="claude-sonnet-5-5", backend="api", attempt=1, outcome="ok",
+                       input_tokens=800, output_tokens=100, cache_read_input_tokens=200)]
+    committed = repo.append([RecordModelCalls(calls)], Cause(source="hook:SessionEnd", session="s-used"))
+    assert committed is not None and [type(e) for e in committed.events] == [ModelCallRecorded] * 2
+    day = committed.commit.at[:10]
     page = tmp_path / "usage.html"
-    write_page(project.repo, page)
-    monkeypatch.undo()
+    write_page(repo, page)
     head = json.loads(page.read_text().split('id="pb-head">')[1].split("</script>")[0])
     table = estimate("claude-sonnet-5-5", 800, 100, cache_read=200)
     assert table == (800 * 3.00 + 100 * 15.00 + 200 * 0.30) / 1e6
