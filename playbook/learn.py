@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -41,11 +42,14 @@ from eventlog.files import FILE_MODE
 from eventlog.store import utc_now
 from projections.repository import PlaybookRepository
 
-from .lean import curation_commands, current_plan, lean_settings, sweep_stale
+from .lean import LeanSettings, curation_commands, current_plan, lean_settings, sweep_stale
 from .review import cycle_commands
 from .project import claude_dir, repository
-from .settings import load_settings, never_learn_match
-from .transcript import TranscriptError, cited_ids, read_transcript
+from .settings import Settings, load_settings, never_learn_match
+from .transcript import Transcript, TranscriptError, cited_ids, read_transcript
+
+if TYPE_CHECKING:
+    from .backend import ModelConfig
 
 DEFAULT_DEADLINE = 300.0
 MAX_ATTEMPTS = 5
@@ -220,103 +224,141 @@ def _fail(repo: PlaybookRepository, pending: PendingLearning, error: str, path: 
     return Outcome(pending.request, "given up" if give_up else "failed", error)
 
 
+def _skip(repo: PlaybookRepository, pending: PendingLearning, reason: str,
+          through_line: int | None = None) -> Outcome:
+    """Record that `pending` was skipped, for `reason`."""
+    _finish(repo, SkipLearning(request=pending.request, reason=reason, transcript=pending.transcript,
+                               through_line=through_line), pending)
+    return Outcome(pending.request, "skipped", reason)
+
+
 def run_cycle(repo: PlaybookRepository, pending: PendingLearning) -> Outcome:
     """One learning cycle for `pending`: transcript, reflector, tags, curator, operations, prune."""
-    from .models import ModelError, model_config  # anthropic is imported by the learner only
-
     state = repo.state()
     if pending.request not in state.pending:
         return Outcome(pending.request, "gone")
-    path = pending.transcript
-    start = state.progress.get(path, 0)
     settings = load_settings(repo.claude_dir.parent)
+    start = state.progress.get(pending.transcript, 0)
+    ready = _ready(repo, state, pending, settings, start)
+    if isinstance(ready, Outcome):
+        return ready
+    cycle = _Cycle(repo, pending, settings, start, *ready)
+    failed = cycle.ask(state)
+    return failed or cycle.apply()
+
+
+def _ready(repo: PlaybookRepository, state: PlaybookState, pending: PendingLearning, settings: Settings,
+           start: int) -> tuple[Transcript, ModelConfig] | Outcome:
+    """What is new in the transcript and the model to ask, or the skip recorded when there is nothing to learn."""
+    from .models import model_config  # anthropic is imported by the learner only
+
+    path = pending.transcript
     if (pattern := never_learn_match(path, settings)) is not None:
-        reason = f"transcript excluded from learning by playbook_never_learn ({pattern})"
-        _finish(repo, SkipLearning(request=pending.request, reason=reason, transcript=path), pending)
-        return Outcome(pending.request, "skipped", reason)
+        return _skip(repo, pending, f"transcript excluded from learning by playbook_never_learn ({pattern})")
     try:
         transcript = read_transcript(Path(path), start_line=start)
     except TranscriptError as exc:
-        _finish(repo, SkipLearning(request=pending.request, reason=str(exc), transcript=path), pending)
-        return Outcome(pending.request, "skipped", str(exc))
+        return _skip(repo, pending, str(exc))
     if not transcript.messages:
-        _finish(repo, SkipLearning(request=pending.request, reason="nothing new in the transcript", transcript=path,
-                                   through_line=transcript.lines), pending)
-        return Outcome(pending.request, "skipped", "nothing new in the transcript")
+        return _skip(repo, pending, "nothing new in the transcript", through_line=transcript.lines)
     if state.disabled:
-        reason = "the playbook is disabled in this project (playbook enable)"
-        _finish(repo, SkipLearning(request=pending.request, reason=reason, transcript=path), pending)
-        return Outcome(pending.request, "skipped", reason)
+        return _skip(repo, pending, "the playbook is disabled in this project (playbook enable)")
     config = model_config()
     if config is None:
         from .backend import NO_BACKEND
 
-        _finish(repo, SkipLearning(request=pending.request, reason=NO_BACKEND, transcript=path), pending)
-        return Outcome(pending.request, "skipped", NO_BACKEND)
-    cited = cited_ids(transcript.messages)
-    calls: list[ModelCall] = []  # every attempt's usage, recorded in this cycle's transaction whatever its end
-    try:
-        import asyncio  # here, not at the top: the hooks import this module and never need it
+        return _skip(repo, pending, NO_BACKEND)
+    return transcript, config
 
-        reflection, evaluations, curation = asyncio.run(
-            asyncio.wait_for(_ask_models(transcript.messages, state, cited, config, calls), timeout=_deadline())
-        )
-    except (ModelError, TimeoutError) as exc:
-        error = str(exc) or f"no answer within the {_deadline():.0f} s deadline"
-        return _fail(repo, pending, error, path, config.model, calls)
-    except Exception as exc:
-        # Anything else a hostile reply provokes is this cycle's failure, recorded: a learner that
-        # died here left the request pending, and every later learner would take it first and die too.
-        error = f"learning failed: {type(exc).__name__}"
-        return _fail(repo, pending, error, path, config.model, calls)
 
-    lean = lean_settings(repo.claude_dir.parent)
-    held: list[str] = []
-    proposed: list[str] = []  # with review on: why the guard would have held the reply, if it would
+class _Cycle:
+    """One cycle once there is something to learn: the models' replies, then one transaction deciding on them."""
 
-    def decider(fresh: PlaybookState) -> list:
+    def __init__(self, repo: PlaybookRepository, pending: PendingLearning, settings: Settings, start: int,
+                 transcript: Transcript, config: ModelConfig) -> None:
+        self.repo = repo
+        self.pending = pending
+        self.settings = settings
+        self.start = start
+        self.transcript = transcript
+        self.config = config
+        self.cited = cited_ids(transcript.messages)
+        self.calls: list[ModelCall] = []  # every attempt's usage, recorded in this cycle's transaction whatever its end
+        self.reflection: dict = {}
+        self.evaluations: object = []
+        self.curation: dict = {}
+        self.held: list[str] = []
+        self.proposed: list[str] = []  # with review on: why the guard would have held the reply, if it would
+
+    def _fail(self, error: str) -> Outcome:
+        return _fail(self.repo, self.pending, error, self.pending.transcript, self.config.model, self.calls)
+
+    def ask(self, state: PlaybookState) -> Outcome | None:
+        """Ask the reflector and the curator; the failure recorded when no usable reply came in time."""
+        from .models import ModelError
+
+        try:
+            import asyncio  # here, not at the top: the hooks import this module and never need it
+
+            self.reflection, self.evaluations, self.curation = asyncio.run(asyncio.wait_for(
+                _ask_models(self.transcript.messages, state, self.cited, self.config, self.calls),
+                timeout=_deadline()))
+        except (ModelError, TimeoutError) as exc:
+            return self._fail(str(exc) or f"no answer within the {_deadline():.0f} s deadline")
+        except Exception as exc:
+            # Anything else a hostile reply provokes is this cycle's failure, recorded: a learner that
+            # died here left the request pending, and every later learner would take it first and die too.
+            return self._fail(f"learning failed: {type(exc).__name__}")
+        return None
+
+    def decide(self, fresh: PlaybookState, lean: LeanSettings) -> list:
+        """The cycle's events against the log as it is under the lock."""
+        pending, path, calls = self.pending, self.pending.transcript, RecordModelCalls(list(self.calls))
         if pending.request not in fresh.pending:
-            return decide(fresh, RecordModelCalls(list(calls)))  # finished elsewhere; what was spent still counts
-        if fresh.progress.get(path, 0) != start:
-            return decide_all(fresh, [RecordModelCalls(list(calls)), SkipLearning(
+            return decide(fresh, calls)  # finished elsewhere; what was spent still counts
+        if fresh.progress.get(path, 0) != self.start:
+            return decide_all(fresh, [calls, SkipLearning(
                 request=pending.request, reason="transcript learned meanwhile", transcript=path)])
-        curating, why_held = curation_commands(fresh, evaluations, curation["operations"], lean)
-        complete = CompleteLearning(request=pending.request, transcript=path, from_line=start,
-                                    through_line=transcript.lines, cited=cited,
-                                    injected=current_plan(repo, fresh).included)
-        if settings.playbook_review:
+        operations = self.curation["operations"]
+        curating, why_held = curation_commands(fresh, self.evaluations, operations, lean)
+        complete = CompleteLearning(request=pending.request, transcript=path, from_line=self.start,
+                                    through_line=self.transcript.lines, cited=self.cited,
+                                    injected=current_plan(self.repo, fresh).included)
+        if self.settings.playbook_review:
             # Ratings still count (and the prune they lead to); the operations wait for review, a reply
             # the guard would hold included: each of its operations is the user's to accept or not.
-            proposed[:] = [why_held] if why_held else []
+            self.proposed[:] = [why_held] if why_held else []
             return decide_all(fresh, [
-                RecordModelCalls(list(calls)),
-                *cycle_commands(evaluations, curation["operations"], prefix=pending.request[:8],
+                calls,
+                *cycle_commands(self.evaluations, operations, prefix=pending.request[:8],
                                 request=pending.request, held=why_held, now=utc_now(),
-                                max_age_days=settings.playbook_review_expiry_days),
+                                max_age_days=self.settings.playbook_review_expiry_days),
                 complete,
             ])
-        held[:] = [why_held] if why_held else []
-        return decide_all(fresh, [RecordModelCalls(list(calls)), Evaluate(evaluations), *curating, Prune(), complete])
+        self.held[:] = [why_held] if why_held else []
+        return decide_all(fresh, [calls, Evaluate(self.evaluations), *curating, Prune(), complete])
 
-    cause = Cause(source=f"hook:{pending.hook}", session=pending.session, model=config.model,
-                  analysis=reflection["analysis"] or None, reasoning=curation["reasoning"] or None)
-    try:
-        repo.append(decider, cause)
-    except PlaybookError:
-        raise  # the log cannot be written at all: the request stays pending for a later learner
-    except Exception as exc:
-        # Deciding on this reply failed: recorded as this cycle's failure, or the request would stay
-        # pending and every later learner would take it first and fail the same way.
-        error = f"learning failed while applying the reply: {type(exc).__name__}"
-        return _fail(repo, pending, error, path, config.model, calls)
-    if held:
-        print(f"playbook: learning {pending.request}: the curator's reply was held, not applied: {held[0]}",
-              flush=True)
-    elif proposed:
-        print(f"playbook: learning {pending.request}: the curator's reply would be held ({proposed[0]}); "
-              "its operations wait for review", flush=True)
-    sweep_stale(repo, lean, pending.session)
-    return Outcome(pending.request, "completed", f"held: {held[0]}" if held else "")
+    def apply(self) -> Outcome:
+        """Append the cycle's transaction; its failure recorded when deciding on the replies fails."""
+        pending, lean = self.pending, lean_settings(self.repo.claude_dir.parent)
+        cause = Cause(source=f"hook:{pending.hook}", session=pending.session, model=self.config.model,
+                      analysis=self.reflection["analysis"] or None, reasoning=self.curation["reasoning"] or None)
+        try:
+            self.repo.append(lambda fresh: self.decide(fresh, lean), cause)
+        except PlaybookError:
+            raise  # the log cannot be written at all: the request stays pending for a later learner
+        except Exception as exc:
+            # Deciding on this reply failed: recorded as this cycle's failure, or the request would stay
+            # pending and every later learner would take it first and fail the same way.
+            return self._fail(f"learning failed while applying the reply: {type(exc).__name__}")
+        if self.held:
+            print(f"playbook: learning {pending.request}: the curator's reply was held, not applied: "
+                  f"{self.held[0]}", flush=True)
+        elif self.proposed:
+            print(f"playbook: learning {pending.request}: the curator's reply would be held ({self.proposed[0]}); "
+                  "its operations wait for review", flush=True)
+        sweep_stale(self.repo, lean, pending.session)
+        return Outcome(pending.request, "completed", f"held: {self.held[0]}" if self.held else "")
 
 
 async def _ask_models(messages: list, state: PlaybookState, cited: list[str], config,
