@@ -121,23 +121,10 @@ def purge(repo: PlaybookRepository, redact: Redact, reason: Literal["secrets", "
         raise PlaybookError(f"{keep_original} exists: give a new file for --keep-original")
     repo.state()  # take in what waits outside the log first (a hand edit, a legacy file)
     log = repo.log_path
-    temp = log.with_name(log.name + TEMP_SUFFIX)
     with repo.store.locked():
-        temp.unlink(missing_ok=True)  # a purge killed before its rename
-        reader = LogReader(log, strict=True)
-        end = Position()
-        try:
-            for transaction in reader:
-                end = transaction.end
-        except CorruptLogError as exc:  # a damaged log is never rewritten
-            raise PlaybookError(f"the log is damaged, nothing purged: {exc}") from exc
-        if reader.torn is not None:
-            raise PlaybookError("the log ends with an unfinished write: run `playbook verify`, then purge again")
+        log.with_name(log.name + TEMP_SUFFIX).unlink(missing_ok=True)  # a purge killed before its rename
         anchor_file = anchors.anchors_path(repo.claude_dir)
-        if anchors.read_anchors(anchor_file):
-            report = anchors.check(log, anchor_file)
-            if report.problem is not None:
-                raise PlaybookError(f"the log no longer extends its anchors, nothing purged: {report.problem.what}")
+        end = _checked_end(log, anchor_file)
         with open(log, "rb") as handle:
             data = handle.read(end.offset)
         if progress:
@@ -145,22 +132,12 @@ def purge(repo: PlaybookRepository, redact: Redact, reason: Literal["secrets", "
         new, seqs, redactions = rewrite(data, redact)
         if not seqs:
             return Purged(seqs=[], redactions=0, head_before=end.hash, head_after=end.hash)
-        rewritten = Position(offset=len(new), seq=end.seq, hash=_head(new), line=end.line)
+        head_after = _head(new)
         tx, at = new_transaction()
-        record = HistoryRewritten(seq=end.seq + 1, tx=tx, at=at, seqs=seqs, reason=reason,
-                                  redactions=redactions, head_before=end.hash, head_after=rewritten.hash,
+        record = HistoryRewritten(seq=end.seq + 1, tx=tx, at=at, seqs=seqs, reason=reason, redactions=redactions,
+                                  head_before=end.hash, head_after=head_after,
                                   kept_original=str(keep_original) if keep_original is not None else None)
-        _written, line, running = encoded(record, start(rewritten.hash))
-        commit = commit_record(end.seq + 2, tx, at, 1, Cause(source="purge", note=f"{len(seqs)} line(s) rewritten"))
-        _commit, commit_line, running = encoded(commit, running)
-        _write_new(temp, new + line + commit_line)
-        fault("purge-before-rename")
-        _remove_derived(repo)  # from here a kill leaves no derived file holding the old text: each is rebuilt
-        if keep_original is not None:
-            _keep(log, keep_original)
-        os.replace(temp, log)
-        fsync_dir(log.parent)
-        fault("purge-after-rename")
+        _replace_log(repo, new + _recorded(record, head_after), keep_original)
         if progress:
             progress("rebuilding playbook.json, the hook's projection, the recall index and the checkpoints")
         repo.rebuild_locked()
@@ -168,9 +145,50 @@ def purge(repo: PlaybookRepository, redact: Redact, reason: Literal["secrets", "
         if anchors.read_anchors(anchor_file):
             anchors.record(log, anchor_file, rewrite=end.seq + 1, from_line=seqs[0])
             anchored = True
-    return Purged(seqs=seqs, redactions=redactions, head_before=end.hash, head_after=rewritten.hash,
+    return Purged(seqs=seqs, redactions=redactions, head_before=end.hash, head_after=head_after,
                   record_seq=end.seq + 1, kept_original=str(keep_original) if keep_original else None,
                   anchored=anchored)
+
+
+def _checked_end(log: Path, anchor_file: Path) -> Position:
+    """The log's end after reading every line strictly; `PlaybookError` when it is not fit to be rewritten."""
+    reader = LogReader(log, strict=True)
+    end = Position()
+    try:
+        for transaction in reader:
+            end = transaction.end
+    except CorruptLogError as exc:  # a damaged log is never rewritten
+        raise PlaybookError(f"the log is damaged, nothing purged: {exc}") from exc
+    if reader.torn is not None:
+        raise PlaybookError("the log ends with an unfinished write: run `playbook verify`, then purge again")
+    if anchors.read_anchors(anchor_file):
+        report = anchors.check(log, anchor_file)
+        if report.problem is not None:
+            raise PlaybookError(f"the log no longer extends its anchors, nothing purged: {report.problem.what}")
+    return end
+
+
+def _recorded(record: HistoryRewritten, head: str) -> bytes:
+    """`record`'s line and its commit line: a transaction of its own, chained after `head`."""
+    _written, line, running = encoded(record, start(head))
+    commit = commit_record(record.seq + 1, record.tx, record.at, 1,
+                           Cause(source="purge", note=f"{len(record.seqs)} line(s) rewritten"))
+    _commit, commit_line, running = encoded(commit, running)
+    return line + commit_line
+
+
+def _replace_log(repo: PlaybookRepository, data: bytes, keep_original: Path | None) -> None:
+    """The log replaced by `data` in one rename, the derived files removed first, the original kept if asked."""
+    log = repo.log_path
+    temp = log.with_name(log.name + TEMP_SUFFIX)
+    _write_new(temp, data)
+    fault("purge-before-rename")
+    _remove_derived(repo)  # from here a kill leaves no derived file holding the old text: each is rebuilt
+    if keep_original is not None:
+        _keep(log, keep_original)
+    os.replace(temp, log)
+    fsync_dir(log.parent)
+    fault("purge-after-rename")
 
 
 def _head(data: bytes) -> str:
