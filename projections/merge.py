@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
@@ -189,14 +190,28 @@ def _revert(state_before: PlaybookState, current: PlaybookState, sequence: list[
     return Tx(_stamped(events, tx_id, at), _commit(tx_id, at, cause))
 
 
-def merge_logs(ours: Path, theirs: Path, ancestor: Path | None = None, note: str = "merge",
-               labels: tuple[str, str, str] = ("ours", "theirs", "the ancestor")) -> MergeOutcome:
-    """Merge log `theirs` into log `ours`, given their common `ancestor` log if known.
+@dataclass
+class _Sides:
+    """Both logs after the bytes they share, and what each dropped of their ancestor's transactions."""
 
-    Neither file is changed: the outcome says what to write (`write_merged`). Raises
-    MergeRefused, with one line saying why, for a log that is damaged, hand-edited, ends in
-    an unfinished write or holds records of a newer version.
-    """
+    state: PlaybookState
+    """The fold of the shared bytes."""
+    prefix: Position
+    ours: list[Tx]
+    theirs: list[Tx]
+    ours_end: Position
+    ours_size: int
+    theirs_size: int
+    left_out: set[str]
+    undo: set[str]
+    ancestor_tx: str
+    brought: list[Tx]
+    """Theirs that ours does not have and did not drop."""
+    ours_only: list[Tx]
+
+
+def _read_sides(ours: Path, theirs: Path, ancestor: Path | None, labels: tuple[str, str, str]) -> _Sides:
+    """Both logs read after the bytes they share (MergeRefused for one that is not clean), and the ancestor's."""
     ours_label, theirs_label, _ancestor_label = labels
     shared = common_prefix(ours, theirs)
     ours_size, theirs_size = _size(ours), _size(theirs)
@@ -208,39 +223,60 @@ def merge_logs(ours: Path, theirs: Path, ancestor: Path | None = None, note: str
     ours_ids = {tx.commit.tx for tx in ours_rest}
     theirs_ids = {tx.commit.tx for tx in theirs_rest}
     left_out, undo, ancestor_tx = _dropped(ancestor, ours, prefix, ours_ids, theirs_ids, labels)
-
     brought = [tx for tx in theirs_rest if tx.commit.tx not in ours_ids and tx.commit.tx not in left_out]
     ours_only = [tx for tx in ours_rest if tx.commit.tx not in theirs_ids]
-    if not brought and not undo:
-        return MergeOutcome(base="ours", keep=ours_size, tail=b"", left_out=sorted(left_out))
-    if not ours_only and not undo and not left_out:
-        return MergeOutcome(base="theirs", keep=theirs_size, tail=b"", brought=len(brought))
-    if not brought:  # only a revert: ours stays as it is, and the revert is appended
-        return _revert_only(state, ours_rest, undo, ours_end, ours_size)
+    return _Sides(state, prefix, ours_rest, theirs_rest, ours_end, ours_size, theirs_size, left_out, undo,
+                  ancestor_tx, brought, ours_only)
 
-    before = state.copy() if undo else None
-    merged: Merged = merge_transactions(state, ours_rest, theirs_rest, frozenset(left_out))
+
+def merge_logs(ours: Path, theirs: Path, ancestor: Path | None = None, note: str = "merge",
+               labels: tuple[str, str, str] = ("ours", "theirs", "the ancestor")) -> MergeOutcome:
+    """Merge log `theirs` into log `ours`, given their common `ancestor` log if known.
+
+    Neither file is changed: the outcome says what to write (`write_merged`). Raises
+    MergeRefused, with one line saying why, for a log that is damaged, hand-edited, ends in
+    an unfinished write or holds records of a newer version.
+    """
+    sides = _read_sides(ours, theirs, ancestor, labels)
+    if not sides.brought and not sides.undo:
+        return MergeOutcome(base="ours", keep=sides.ours_size, tail=b"", left_out=sorted(sides.left_out))
+    if not sides.ours_only and not sides.undo and not sides.left_out:
+        return MergeOutcome(base="theirs", keep=sides.theirs_size, tail=b"", brought=len(sides.brought))
+    if not sides.brought:  # only a revert: ours stays as it is, and the revert is appended
+        return _revert_only(sides.state, sides.ours, sides.undo, sides.ours_end, sides.ours_size)
+    return _replayed(sides, note)
+
+
+def _replayed(sides: _Sides, note: str) -> MergeOutcome:
+    """Both sides' transactions replayed after the shared bytes, a revert of what theirs dropped, the merge record."""
+    before = sides.state.copy() if sides.undo else None
+    merged: Merged = merge_transactions(sides.state, sides.ours, sides.theirs, frozenset(sides.left_out))
     sequence = [Tx(r.events, r.commit) for r in merged.transactions]
     at = max(r.commit.at for r in merged.transactions)
     written: list[Tx] = list(sequence)
-    if undo:
+    if sides.undo:
         assert before is not None
-        revert = _revert(before, merged.state, sequence, undo, at)
+        revert = _revert(before, merged.state, sequence, sides.undo, at)
         if revert is not None:
             written.append(revert)
-    heads = sorted({(ours_rest[-1] if ours_rest else theirs_rest[-1]).commit.tx,
-                    (theirs_rest[-1] if theirs_rest else ours_rest[-1]).commit.tx})
-    record = BranchesMerged(heads=heads, ancestor=ancestor_tx, shared_seq=prefix.seq, appended=len(sequence),
-                            reverted=sorted(undo))
-    merge_tx = _stable_id("merge", heads, ancestor_tx, prefix.seq)
-    events: list[Event] = [record, *merged.conflicts]
-    written.append(Tx(_stamped(events, merge_tx, at), _commit(merge_tx, at, Cause(source="merge", note=note))))
-    tail, _end = restamp(written, prefix)
+    written.append(_merge_record(sides, merged, len(sequence), at, note))
+    tail, _end = restamp(written, sides.prefix)
     renamed = [(e.proposed_name, e.name) for r in merged.transactions if r.side != "both" for e in r.events
                if isinstance(e, KeyPointAdded) and e.proposed_name is not None and e.proposed_name != e.name]
-    return MergeOutcome(base="ours", keep=prefix.offset, tail=tail, brought=len(brought), appended=len(written),
-                        conflicts=list(merged.conflicts), renamed=renamed, reverted=sorted(undo),
-                        left_out=sorted(left_out))
+    return MergeOutcome(base="ours", keep=sides.prefix.offset, tail=tail, brought=len(sides.brought),
+                        appended=len(written), conflicts=list(merged.conflicts), renamed=renamed,
+                        reverted=sorted(sides.undo), left_out=sorted(sides.left_out))
+
+
+def _merge_record(sides: _Sides, merged: Merged, appended: int, at: str, note: str) -> Tx:
+    """The `BranchesMerged` transaction: its id and time derive from what it merges, so both sides write it alike."""
+    ours, theirs = sides.ours, sides.theirs
+    heads = sorted({(ours[-1] if ours else theirs[-1]).commit.tx, (theirs[-1] if theirs else ours[-1]).commit.tx})
+    record = BranchesMerged(heads=heads, ancestor=sides.ancestor_tx, shared_seq=sides.prefix.seq, appended=appended,
+                            reverted=sorted(sides.undo))
+    merge_tx = _stable_id("merge", heads, sides.ancestor_tx, sides.prefix.seq)
+    events: list[Event] = [record, *merged.conflicts]
+    return Tx(_stamped(events, merge_tx, at), _commit(merge_tx, at, Cause(source="merge", note=note)))
 
 
 def _dropped(ancestor: Path | None, ours: Path, prefix: Position, ours_ids: set[str], theirs_ids: set[str],
