@@ -2,11 +2,14 @@
 
     python -m benchmarks.hooks [--runs 40] [--entries 500]
 
-Prints medians (and p90) of: the same interpreter's `-c pass` and `-S -c pass`, the
-installed SessionStart command on a playbook of `--entries` entries, the plugin's SessionStart
-(its launcher, hooks/playbook-hook, with the environment ready), the Python entry
-point `-m playbook hook SessionStart`, and the SessionEnd hook's return time with
-learning on (it records the request and starts the background learner). Asserts nothing.
+"Bare" is the same interpreter doing nothing with the flags the hooks run with: `python -I -S
+-c pass`. Beside it, interleaved run by run, each hook as `playbook install` writes it
+(SessionStart, UserPromptSubmit, PreCompact, SessionEnd) on a playbook of `--entries` entries,
+the plugin's SessionStart (its launcher, hooks/playbook-hook, with the environment ready), and
+for context `python -c pass` (with site: what an installation's `.pth` files cost) and `-m
+playbook hook SessionEnd` (the module run through site). SessionEnd is measured with learning
+off and on (on, it records the request and starts the background learner). Prints medians and
+p90; asserts nothing.
 """
 
 from __future__ import annotations
@@ -48,10 +51,13 @@ def timed(command: str | list[str], stdin: bytes, env: dict[str, str], cwd: Path
     return times
 
 
-BARE = "python -c pass (same interpreter)"
-BARE_S = "python -S -c pass"
-MODULE_START = "python -m playbook hook SessionStart"
+BARE = "python -I -S -c pass (same interpreter)"
+WITH_SITE = "python -c pass (site and the .pth files)"
+MODULE_END = "python -m playbook hook SessionEnd (through site)"
 SESSION_END = "SessionEnd hook (learning on): time to return"
+PROMPT = "UserPromptSubmit hook as installed"
+PRE_COMPACT = "PreCompact hook as installed (learning off)"
+SESSION_END_OFF = "SessionEnd hook as installed (learning off)"
 
 
 def session_start_name(entries: int) -> str:
@@ -60,6 +66,11 @@ def session_start_name(entries: int) -> str:
 
 def plugin_start_name(entries: int) -> str:
     return f"SessionStart hook of the plugin ({entries} entries)"
+
+
+def hook_names(entries: int) -> tuple[str, ...]:
+    """Every hook as Claude Code runs it, each held to the bare interpreter plus a few milliseconds."""
+    return (session_start_name(entries), plugin_start_name(entries), PROMPT, PRE_COMPACT, SESSION_END_OFF)
 
 
 PLUGIN_HOOK = Path(__file__).resolve().parents[1] / "hooks" / "playbook-hook"
@@ -87,19 +98,27 @@ def measure(runs: int = 40, entries: int = 500) -> dict[str, list[float]]:
         start_in = json.dumps({"hook_event_name": "SessionStart", "source": "startup", "session_id": "b"}).encode()
         end_in = json.dumps({"hook_event_name": "SessionEnd", "reason": "prompt_input_exit", "session_id": "b",
                              "transcript_path": str(transcript)}).encode()
+        compact_in = json.dumps({"hook_event_name": "PreCompact", "trigger": "auto", "session_id": "b",
+                                 "transcript_path": str(transcript)}).encode()
+        prompt_in = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "b",
+                                "prompt": "how do the helpers name things?"}).encode()
         python = sys.executable
         output = subprocess.run(hook_command("SessionStart"), shell=True, input=start_in, env=env, cwd=project,
                                 capture_output=True, check=True).stdout
         assert len(output) > entries * 50, "the SessionStart hook printed no playbook"
         # Interleave the commands run by run, so the machine's noise hits them alike.
+        off = env | {"PLAYBOOK_UPDATE_ON_EXIT": "0", "PLAYBOOK_UPDATE_ON_PRECOMPACT": "0"}
         commands = [
-            (BARE, [python, "-c", "pass"], b"", env),
-            (BARE_S, [python, "-S", "-c", "pass"], b"", env),
+            (BARE, [python, "-I", "-S", "-c", "pass"], b"", env),
+            (WITH_SITE, [python, "-c", "pass"], b"", env),
             (session_start_name(entries), hook_command("SessionStart"), start_in, env),
             # PLAYBOOK_PYTHON stands for the plugin's ready environment: the launcher takes the same path.
             (plugin_start_name(entries), f'sh "{PLUGIN_HOOK}" SessionStart', start_in,
              env | {"PLAYBOOK_PYTHON": python, "CLAUDE_PLUGIN_ROOT": str(PLUGIN_HOOK.parents[1])}),
-            (MODULE_START, f'"{python}" -m playbook hook SessionStart', start_in, env),
+            (PROMPT, hook_command("UserPromptSubmit"), prompt_in, env),
+            (PRE_COMPACT, hook_command("PreCompact"), compact_in, off),
+            (SESSION_END_OFF, hook_command("SessionEnd"), end_in, off),
+            (MODULE_END, f'"{python}" -m playbook hook SessionEnd', end_in, off),
             (SESSION_END, hook_command("SessionEnd"), end_in, env | {"PLAYBOOK_UPDATE_ON_EXIT": "1"}),
         ]
         samples: dict[str, list[float]] = {name: [] for name, *_ in commands}
@@ -142,11 +161,11 @@ def main(argv: list[str] | None = None) -> int:
         p90 = sorted(times)[int(0.9 * (len(times) - 1))]
         print(f"  {name:<52} median {median * 1000:7.1f} ms   p90 {p90 * 1000:7.1f} ms"
               f"   vs -c pass {1000 * (median - bare):+7.1f} ms")
-    injection = max(statistics.median(samples[session_start_name(args.entries)]),
-                    statistics.median(samples[plugin_start_name(args.entries)])) - bare
+    above = {name: statistics.median(samples[name]) - bare for name in hook_names(args.entries)}
     session_end = statistics.median(samples[SESSION_END])
-    print(f"  targets: SessionStart at most 10 ms above -c pass: {injection * 1000:+.1f} ms "
-          f"({'met' if injection <= 0.010 else 'NOT met'}); SessionEnd under 300 ms: "
+    worst = max(above, key=lambda name: above[name])
+    print(f"  targets: every hook at most 10 ms above `-I -S -c pass`: worst {worst}, {above[worst] * 1000:+.1f} ms "
+          f"({'met' if above[worst] <= 0.010 else 'NOT met'}); SessionEnd (learning on) under 300 ms: "
           f"{session_end * 1000:.0f} ms ({'met' if session_end < 0.3 else 'NOT met'})")
     return 0
 

@@ -72,7 +72,16 @@ def _transaction_chained(handle: IO[bytes], line_start: int, line: bytes) -> boo
                 return False
             running = extend(tail[-CRC_TAIL:], h)
     handle.seek(begin)
-    lines = handle.read(line_start - begin).splitlines()
+    data = handle.read(line_start - begin)
+    whole = data + line
+    if not isinstance(running, Link) and digest_at(whole, whole.find(b"\n") + 1) is not None:
+        running = upgraded(running)  # the SHA-256 part begins with this transaction, seeded from the CRC-32 value
+    if isinstance(running, Link):
+        # One SHA-256 over the transaction, as the fold checks it: the commit line's `h` covers every byte
+        # before it, the other lines' `h` included, so a line-by-line check would find nothing more.
+        with memoryview(whole) as view:
+            return check_run(whole, view, len(whole), running) is not None
+    lines = data.splitlines()
     lines.append(line.rstrip(b"\n"))
     for number, raw in enumerate(lines):
         after = check_line(raw, running, opens=number == 0)

@@ -18,10 +18,10 @@ from typing import Any
 from eventlog.errors import PlaybookError
 from projections.snapshot import write_atomically
 
-from . import inject, recall
+from . import inject, launch, recall
 
 HOOK_EVENTS = ("SessionStart", "SessionEnd", "PreCompact", "SubagentStop", "UserPromptSubmit")
-_MARKERS = ("playbook/inject.py", "-m playbook hook ", "playbook/recall.py")
+_MARKERS = ("playbook/inject.py", "-m playbook hook ", "playbook/recall.py", "playbook/launch.py")
 _TIMEOUTS = {"SessionStart": 10, "SessionEnd": 10, "PreCompact": 30, "SubagentStop": 30, "UserPromptSubmit": 5}
 
 
@@ -36,13 +36,14 @@ def _quote(path: str) -> str:
 
 def hook_command(event: str, python: str | None = None) -> str:
     """The command Claude Code runs for `event`: this interpreter, named directly (no shim, no PATH),
-    isolated from the current directory and the environment's Python variables."""
+    isolated from the current directory and the environment's Python variables, without `site` (a script
+    of the package's own, which finds the package beside itself: see `playbook.launch`)."""
     python = python or sys.executable
     if event == "SessionStart":
         return f"{_quote(python)} -I -S {_quote(os.path.abspath(inject.__file__))}"
     if event == "UserPromptSubmit":
         return f"{_quote(python)} -I -S {_quote(os.path.abspath(recall.__file__))}"
-    return f"{_quote(python)} -I -m playbook hook {event}"
+    return f"{_quote(python)} -I -S {_quote(os.path.abspath(launch.__file__))} hook {event}"
 
 
 def is_ours(hook: Any) -> bool:

@@ -1,0 +1,63 @@
+"""`python -I -S .../playbook/launch.py ARGS`: the `playbook` command with no site module and no path hooks.
+
+Hooks and the plugin's `playbook` command run this file (standard library only) instead of `-m playbook`:
+`-S` skips `site`, which would process the environment's `.pth` files, among them an editable install's
+path hook (tens of milliseconds on every call); `-I` keeps the current directory, `PYTHONPATH` and the
+user's site-packages out. The search path becomes the directory holding this package (its source tree,
+or the site-packages it was installed into) followed by the interpreter's own site-packages (a virtual
+environment's, found from its `pyvenv.cfg` as `site` would), both absolute paths: nothing is ever
+imported from the directory a hook runs in.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def site_packages() -> list[str]:
+    """The site-packages directories `site` would add for this interpreter, without reading their `.pth` files."""
+    import site  # with -S, importing it runs nothing: only its path functions are used
+
+    prefix = os.path.dirname(os.path.dirname(os.path.abspath(sys.executable)))
+    prefixes = [sys.prefix]
+    try:
+        with open(os.path.join(prefix, "pyvenv.cfg"), encoding="utf-8") as handle:
+            config = handle.read().lower()
+    except OSError:
+        config = None  # not a virtual environment: the interpreter's own prefix
+    if config is not None:
+        system = any(line.replace(" ", "") == "include-system-site-packages=true" for line in config.splitlines())
+        prefixes = [prefix, sys.prefix] if system else [prefix]
+    return [path for path in site.getsitepackages(prefixes) if os.path.isdir(path)]
+
+
+def search_path() -> list[str]:
+    """The package's own directory first (so the copy beside this file is the one run), then site-packages."""
+    own = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return [own, *(path for path in site_packages() if path != own)]
+
+
+def main() -> None:
+    sys.path[:0] = search_path()
+    hook = sys.argv[1:2] == ["hook"]
+    try:
+        if hook and len(sys.argv) == 3:  # `hook EVENT`, what Claude Code runs: no command line to parse
+            from playbook.hooks import run_hook
+        else:
+            from playbook.cli import main as run
+    except Exception as exc:  # a dependency that does not import: one line, never a traceback into Claude Code
+        print(f"playbook: cannot start: {type(exc).__name__}: {exc}", file=sys.stderr)
+        sys.exit(0 if hook else 1)  # a hook always exits 0
+    if hook and len(sys.argv) == 3:
+        for stream in (sys.stdout, sys.stderr):  # as the command line does: escapes, never an encoding error
+            try:
+                stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+            except (AttributeError, ValueError, OSError):  # closed, None, or not a text stream
+                pass
+        sys.exit(run_hook(sys.argv[2]))
+    sys.exit(run())
+
+
+if __name__ == "__main__":
+    main()
