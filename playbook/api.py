@@ -11,6 +11,7 @@ that load, change and save at the same time both land.
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -21,6 +22,7 @@ from eventlog.domain import SECTION_SLUGS, PlaybookState
 from eventlog.errors import StorageError
 from eventlog.events import Cause, Event, KeyPointAdded
 from eventlog.evolve import fold
+from eventlog.positions import Committed
 from projections.render import format_state
 from projections.repository import PlaybookRepository
 from projections.snapshot import playbook_dict, read_snapshot
@@ -195,27 +197,37 @@ def save_playbook(playbook: dict) -> None:
     if committed is None:
         return
     if pending and isinstance(playbook, LoadedPlaybook):
-        # The commands were decided against the log as it is now: the dict follows the log.
-        _write_back(playbook, committed.state)
-        playbook["version"] = committed.state.version
-        playbook["last_updated"] = committed.state.last_updated
-        playbook.origin, playbook.pending = committed.state.copy(), []
-        report(committed.events, already=reported)
+        _follow_log(playbook, committed, reported)
         return
-    renamed = {e.proposed_name: e.name for e in committed.events if isinstance(e, KeyPointAdded) and e.proposed_name}
-    if renamed:
-        done: set[int] = set()  # an entry dict met again (shared lists or entries) is renamed once
-        for entries in playbook["sections"].values():
-            for entry in entries if isinstance(entries, list) else []:
-                if isinstance(entry, dict) and id(entry) not in done and entry.get("name") in renamed:
-                    done.add(id(entry))
-                    entry["name"] = renamed[entry["name"]]
+    _rename_entries(playbook, committed.events)
     playbook["last_updated"] = committed.state.last_updated
     if isinstance(playbook, LoadedPlaybook):
         saved = content_state(playbook)[0]
         saved.high_water = dict(committed.state.high_water)
         playbook.origin, playbook.pending = saved, []
     report(committed.events)
+
+
+def _follow_log(playbook: LoadedPlaybook, committed: Committed, reported: list[Event]) -> None:
+    """The dict made to follow the log: its commands were decided against the log as it is now."""
+    _write_back(playbook, committed.state)
+    playbook["version"] = committed.state.version
+    playbook["last_updated"] = committed.state.last_updated
+    playbook.origin, playbook.pending = committed.state.copy(), []
+    report(committed.events, already=reported)
+
+
+def _rename_entries(playbook: dict, events: Sequence[Event]) -> None:
+    """The entries whose name a concurrent writer took renamed in the caller's dict, as the log named them."""
+    renamed = {e.proposed_name: e.name for e in events if isinstance(e, KeyPointAdded) and e.proposed_name}
+    if not renamed:
+        return
+    done: set[int] = set()  # an entry dict met again (shared lists or entries) is renamed once
+    for entries in playbook["sections"].values():
+        for entry in entries if isinstance(entries, list) else []:
+            if isinstance(entry, dict) and id(entry) not in done and entry.get("name") in renamed:
+                done.add(id(entry))
+                entry["name"] = renamed[entry["name"]]
 
 
 def format_playbook(playbook: dict) -> str:
