@@ -42,8 +42,6 @@ class ModelError(PlaybookError):
     """The model could not be reached, refused, or gave an unusable reply."""
 
 
-
-
 def _base_delay() -> float:
     try:
         return float(os.environ.get("PLAYBOOK_RETRY_BASE_DELAY", BASE_DELAY))
@@ -130,44 +128,53 @@ async def complete(prompt: str, config: ModelConfig, role: ModelRole = "reflecto
     client = anthropic.AsyncAnthropic(api_key=config.api_key, auth_token=config.auth_token,
                                       base_url=config.base_url, max_retries=0, timeout=REQUEST_TIMEOUT)
     try:
-        for attempt in range(MAX_RETRIES):
-            started = _clock()
-            try:
-                reply = await client.messages.create(
-                    model=config.model, max_tokens=MAX_TOKENS, messages=[{"role": "user", "content": prompt}]
-                )
-            except anthropic.APIError as exc:
-                calls.append(_measured(role, config, attempt + 1, started, error=_describe(exc), outcome="error"))
-                if not _retryable(exc) or attempt == MAX_RETRIES - 1:
-                    raise ModelError(f"model call failed after {attempt + 1} attempt(s): {_describe(exc)}") from exc
-                delay = _retry_after(exc)
-                if delay is None:
-                    base = _base_delay()
-                    delay = base * 2**attempt + random.uniform(0, base / 2)
-                await asyncio.sleep(delay)
-                continue
-            except asyncio.CancelledError:
-                # The cycle's deadline: the call may still be billed, and the record says it was cut.
-                calls.append(_measured(role, config, attempt + 1, started, error="deadline", outcome="cancelled"))
-                raise
-            except (ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
-                # A 200 whose body is not a Messages reply (not JSON, a list, nested 100k deep,
-                # `"text": null`): the SDK raises these, not APIError. Unhandled, they killed the
-                # learner and left the request pending for the next learner to die on too.
-                calls.append(_measured(role, config, attempt + 1, started, error=type(exc).__name__,
-                                       outcome="error"))
-                raise ModelError(f"the model's reply could not be read: {type(exc).__name__}") from exc
-            try:
-                text = _reply_text(reply)
-            except ModelError as exc:
-                calls.append(_measured(role, config, attempt + 1, started, reply, error=str(exc), outcome="error"))
-                raise
-            calls.append(_measured(role, config, attempt + 1, started, reply))
-            # ...and never enter the log: everything the learner records comes from this text.
-            return scrub(_redact(text, config))
-        raise ModelError("model call failed")  # unreachable: the loop returns or raises
+        for attempt in range(1, MAX_RETRIES + 1):
+            text = await _attempt(client, prompt, config, role, attempt, calls)
+            if text is not None:
+                # ...and never enter the log: everything the learner records comes from this text.
+                return scrub(_redact(text, config))
+        raise ModelError("model call failed")  # unreachable: the last attempt returns or raises
     finally:
         await client.close()
+
+
+async def _attempt(client: anthropic.AsyncAnthropic, prompt: str, config: ModelConfig, role: ModelRole,
+                   attempt: int, calls: list[ModelCall]) -> str | None:
+    """One attempt, appended to `calls`: the reply's text, or None once it is time for the next attempt.
+
+    Raises ModelError for a failure not worth retrying, or the last attempt's."""
+    started = _clock()
+    try:
+        reply = await client.messages.create(
+            model=config.model, max_tokens=MAX_TOKENS, messages=[{"role": "user", "content": prompt}]
+        )
+    except anthropic.APIError as exc:
+        calls.append(_measured(role, config, attempt, started, error=_describe(exc), outcome="error"))
+        if not _retryable(exc) or attempt == MAX_RETRIES:
+            raise ModelError(f"model call failed after {attempt} attempt(s): {_describe(exc)}") from exc
+        delay = _retry_after(exc)
+        if delay is None:
+            base = _base_delay()
+            delay = base * 2 ** (attempt - 1) + random.uniform(0, base / 2)
+        await asyncio.sleep(delay)
+        return None
+    except asyncio.CancelledError:
+        # The cycle's deadline: the call may still be billed, and the record says it was cut.
+        calls.append(_measured(role, config, attempt, started, error="deadline", outcome="cancelled"))
+        raise
+    except (ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
+        # A 200 whose body is not a Messages reply (not JSON, a list, nested 100k deep,
+        # `"text": null`): the SDK raises these, not APIError. Unhandled, they killed the
+        # learner and left the request pending for the next learner to die on too.
+        calls.append(_measured(role, config, attempt, started, error=type(exc).__name__, outcome="error"))
+        raise ModelError(f"the model's reply could not be read: {type(exc).__name__}") from exc
+    try:
+        text = _reply_text(reply)
+    except ModelError as exc:
+        calls.append(_measured(role, config, attempt, started, reply, error=str(exc), outcome="error"))
+        raise
+    calls.append(_measured(role, config, attempt, started, reply))
+    return text
 
 
 REDACTED = "[redacted credential]"
