@@ -52,46 +52,46 @@ class PageSource:
             return self._data
 
 
+_HEADERS = (("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"))
+
+
+def _answer(source: PageSource, host: str, path: str) -> tuple[HTTPStatus, bytes, str]:
+    """What a GET of `path` in a request naming `host` gets: status, body, content type. The page
+    itself rebuilds the data when the log changed; the head and chunks it then fetches are that build's."""
+    if host.rsplit(":", 1)[0].strip("[]").lower() not in _LOCAL_HOSTS:
+        return HTTPStatus.FORBIDDEN, b"only local requests\n", "text/plain"
+    path = path.split("?", 1)[0]
+    if path in ("/", "/index.html"):
+        return HTTPStatus.OK, b"".join(page_parts(source.current(refresh=True), "server")), "text/html; charset=utf-8"
+    if path == "/data/head":
+        return HTTPStatus.OK, source.current(refresh=False).head_json, "application/json"
+    match = _CHUNK.match(path)
+    if match:
+        chunks = source.current(refresh=False).chunks
+        n = int(match.group(1))
+        if n < len(chunks):
+            return HTTPStatus.OK, chunks[n], "application/json"
+    return HTTPStatus.NOT_FOUND, b"not found\n", "text/plain"
+
+
 def _handler(source: PageSource) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "playbook"
         sys_version = ""
 
         def do_HEAD(self) -> None:
-            self._answer(body=False)
+            self._reply(body=False)
 
         def do_GET(self) -> None:
-            self._answer(body=True)
+            self._reply(body=True)
 
-        def _answer(self, body: bool) -> None:
-            host = (self.headers.get("Host") or "").rsplit(":", 1)[0].strip("[]").lower()
-            if host not in _LOCAL_HOSTS:
-                self._send(HTTPStatus.FORBIDDEN, b"only local requests\n", "text/plain", body)
-                return
-            path = self.path.split("?", 1)[0]
-            if path in ("/", "/index.html"):
-                data = source.current(refresh=True)
-                self._send(HTTPStatus.OK, b"".join(page_parts(data, "server")), "text/html; charset=utf-8", body)
-                return
-            if path == "/data/head":
-                self._send(HTTPStatus.OK, source.current(refresh=False).head_json, "application/json", body)
-                return
-            match = _CHUNK.match(path)
-            if match:
-                chunks = source.current(refresh=False).chunks
-                n = int(match.group(1))
-                if n < len(chunks):
-                    self._send(HTTPStatus.OK, chunks[n], "application/json", body)
-                    return
-            self._send(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain", body)
-
-        def _send(self, status: HTTPStatus, payload: bytes, kind: str, body: bool) -> None:
+        def _reply(self, body: bool) -> None:
+            status, payload, kind = _answer(source, self.headers.get("Host") or "", self.path)
             self.send_response(status)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(payload)))
-            self.send_header("Cache-Control", "no-store")
-            self.send_header("X-Content-Type-Options", "nosniff")
-            self.send_header("Referrer-Policy", "no-referrer")
+            for name, value in _HEADERS:
+                self.send_header(name, value)
             self.end_headers()
             if body:
                 self.wfile.write(payload)

@@ -355,6 +355,7 @@ def test_serve_answers_the_page_and_its_chunks_read_only_on_loopback(served, pro
     status, chunk = request(served + "data/chunk/0")
     assert status == 200 and json.loads(chunk)["first"] == 0
     assert request(served + "data/chunk/999")[0] == 404
+    assert request(served + "data/chunk/0", "HEAD") == (200, b"")
     assert request(served, "POST")[0] == 501
     assert request(served, "DELETE")[0] == 501
     assert request(served, host="evil.example")[0] == 403  # DNS rebinding
