@@ -226,14 +226,14 @@ class _Builder:
         self.mask = 0
         self.learned = False
         self.calls: list[ModelCallRecorded] = []  # the open transaction's model calls, counted at its commit
+        self.rated: dict[str, Any] = {}  # ratings not yet applied: each entry's last (see _settle)
 
     def add(self, records: list[Any]) -> None:
         """Whole transactions, their records in log order: each event's op taken and the event applied,
         each commit closing its transaction (and the chunk, when it is full)."""
         current = self.current
         index, strings = current.index, current.strings
-        where, sections, totals = self.state.where, self.state.sections, self.totals
-        helpful_sum, harmful_sum = totals
+        where, rated = self.state.where, self.rated
         ops, mask = self.ops, self.mask
         append = ops.append
         evaluated_view, evaluated = _EVALUATED
@@ -251,17 +251,11 @@ class _Builder:
                 if rationale is not None and (why := index.get(rationale)) is None:
                     why = index[rationale] = len(strings)
                     strings.append(rationale)
-                helpful, harmful = record.helpful, record.harmful
-                append(["e", n, r, helpful, harmful, why])
-                if (section := where.get(name)) is not None:  # as apply_records has it
+                append(["e", n, r, record.helpful, record.harmful, why])
+                if (section := where.get(name)) is not None:  # the fold applies it (see _settle)
                     mask |= SECTION_BIT[section]
-                    kp = sections[section][name]
-                    helpful_sum += helpful - kp.helpful
-                    harmful_sum += harmful - kp.harmful
-                    kp.helpful = helpful
-                    kp.harmful = harmful
+                    rated[name] = record
             elif kind is TransactionCommitted:
-                totals[0], totals[1] = helpful_sum, harmful_sum
                 self.ops, self.mask = ops, mask
                 self._commit(record)
                 current = self.current
@@ -269,15 +263,35 @@ class _Builder:
                 ops, mask = self.ops, self.mask
                 append = ops.append
             else:
-                totals[0], totals[1] = helpful_sum, harmful_sum
                 mask |= self._other(record)
-                helpful_sum, harmful_sum = totals
-        totals[0], totals[1] = helpful_sum, harmful_sum
         self.ops, self.mask = ops, mask
+
+    def _settle(self) -> None:
+        """Apply the ratings held back since the last settle, keeping the sums of the counters.
+
+        A rating sets its entry's counters, so of an entry's ratings in a row only the last one
+        counts: held back until the playbook is looked at (another event's apply, a summary
+        sample, a keyframe), each entry's last rating is applied once. No entry moved or went
+        in between (any other event settles first)."""
+        rated = self.rated
+        if not rated:
+            return
+        where, sections, totals = self.state.where, self.state.sections, self.totals
+        helpful_sum, harmful_sum = totals
+        for name, record in rated.items():
+            kp = sections[where[name]][name]
+            helpful, harmful = record.helpful, record.harmful
+            helpful_sum += helpful - kp.helpful
+            harmful_sum += harmful - kp.harmful
+            kp.helpful = helpful
+            kp.harmful = harmful
+        totals[0], totals[1] = helpful_sum, harmful_sum
+        rated.clear()
 
     def _other(self, event: Any) -> int:
         """The op of an event other than a rating, taken before it is applied; the sections it touches."""
         current = self.current
+        self._settle()
         if isinstance(event, UnknownRecord):  # a newer version's record: shown, never applied
             self.ops.append(["x", current.s(label(event.type)), None, None])
             return 0
@@ -295,8 +309,10 @@ class _Builder:
         current, ops = self.current, self.ops
         s = current.s
         cause = cause_of(commit, self.learned)
-        for call in self.calls:
-            self._count_usage(call, commit.at)
+        if self.calls:
+            for call in self.calls:
+                self._count_usage(call, commit.at)
+            self.calls = []
         self.causes[cause] += 1
         if commit.session:
             self.sessions.pop(commit.session, None)
@@ -311,11 +327,14 @@ class _Builder:
             current.time_from, current.seq_from = commit.at, first_seq
         current.time_to, current.seq_to = commit.at, commit.seq
         current.events += events
+        if self.summary.due(self.total_tx):
+            self._settle()
         self.summary.after(self.total_tx, commit.at, self.state, self.totals)
         self.total_tx += 1
         self.total_events += events
-        self.ops, self.mask, self.learned, self.calls = [], 0, False, []
+        self.ops, self.mask, self.learned = [], 0, False
         if current.events >= max(self.chunk_events, 2 * len(self.state.where)):  # the state the next one starts from
+            self._settle()
             self.encoded.append(current.encode())
             self.infos.append(current.info())
             self.current = _Chunk(len(self.infos), self.total_tx, keyframe(self.state))
@@ -342,6 +361,7 @@ class _Builder:
         if self.current.transactions or not self.encoded:
             self.encoded.append(self.current.encode())
             self.infos.append(self.current.info())
+        self._settle()
         state = self.state
         points = self.summary.finish(state, self.totals)
         head = PageHead(
@@ -363,6 +383,10 @@ class _Series:
         self.points: list[SummaryPoint] = []
         self.stride = 1
         self.last: tuple[int, str] | None = None
+
+    def due(self, index: int) -> bool:
+        """True when transaction `index` is a sample (the playbook after it is looked at)."""
+        return not index % self.stride
 
     def after(self, index: int, at: str, state: PlaybookState, totals: list[int]) -> None:
         self.last = (index, at)
