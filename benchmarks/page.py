@@ -3,10 +3,12 @@
     python -m benchmarks.page [--events 1000000] [--keep DIR]
 
 Generates the same log as benchmarks/timeline.py, writes the page in a fresh process
-(peak memory from /proc), beside one plain strict read of the log in another (the floor
-any page builder pays), then loads the page from file:// in headless Chromium (when
-chromium, chromedriver and selenium are installed) and reads when the first screen was
-drawn, in ms since navigation began. Prints a table; asserts nothing.
+(wall and CPU time, peak memory from /proc), beside a fold of the log in another (the
+page reads the log as the fold does: the floor it pays before its own work), then loads
+the page from file:// in headless Chromium (when chromium, chromedriver and selenium are
+installed) and reads when the first screen was drawn, in ms since navigation began.
+Prints the figures; exits 1 when a target is missed. The CPU time is there because the
+wall time of a shared machine is also its neighbours'.
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ from benchmarks.timeline import generate
 WRITE_SECONDS, WRITE_MB, FIRST_SCREEN_SECONDS = 5.0, 300.0, 2.0
 
 _CHILD = r"""
-import sys, time
-started = time.perf_counter()
+import os, sys, time
+started, cpu = time.perf_counter(), os.times()
 what = sys.argv[1]
 if what == "page":
     from playbook.cli import main
@@ -35,19 +37,21 @@ if what == "page":
     assert code == 0, code
 else:
     from pathlib import Path
-    from eventlog.store import LogReader
-    for _ in LogReader(Path(sys.argv[2]) / ".claude" / "playbook.events.jsonl"):
-        pass
+    from eventlog.domain import PlaybookState
+    from eventlog.store import fold_log
+    fold_log(Path(sys.argv[2]) / ".claude" / "playbook.events.jsonl", PlaybookState())
 elapsed = time.perf_counter() - started
+used = sum(os.times()[:2]) - sum(cpu[:2])
 peak = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM")) / 1024
-print(f"{elapsed:.3f} {peak:.1f}", file=sys.stderr)
+print(f"{elapsed:.3f} {used:.3f} {peak:.1f}", file=sys.stderr)
 """
 
 
-def _child(*args: str) -> tuple[float, float]:
+def _child(*args: str) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak MB) of a fresh process doing `args`, imports included."""
     done = subprocess.run([sys.executable, "-c", _CHILD, *args], capture_output=True, text=True, check=True)
-    seconds, peak = done.stderr.split()[-2:]
-    return float(seconds), float(peak)
+    seconds, cpu, peak = done.stderr.split()[-3:]
+    return float(seconds), float(cpu), float(peak)
 
 
 def first_screen(page: Path, runs: int = 3) -> list[float] | None:
@@ -95,15 +99,16 @@ def measure(events: int, keep: str | None = None, say: Any = print) -> dict[str,
         generate(log, events)
         say(f"generated {events:,} events ({log.stat().st_size / 2**20:.0f} MiB) in {time.perf_counter() - started:.1f} s")
         page = project / "history.html"
-        read_seconds, read_peak = _child("read", str(project))
-        write_seconds, write_peak = _child("page", str(project), str(page))
-        say(f"plain strict read {read_seconds:.2f} s; page written in {write_seconds:.2f} s, peak {write_peak:.0f} MB, "
-            f"{page.stat().st_size / 1e6:.0f} MB")
+        read_seconds, read_cpu, read_peak = _child("fold", str(project))
+        write_seconds, write_cpu, write_peak = _child("page", str(project), str(page))
+        say(f"fold {read_seconds:.2f} s (CPU {read_cpu:.2f} s); page written in {write_seconds:.2f} s "
+            f"(CPU {write_cpu:.2f} s), peak {write_peak:.0f} MB, {page.stat().st_size / 1e6:.0f} MB")
         screens = first_screen(page)
         if screens is not None:
             say("first screen: " + ", ".join(f"{s:.2f} s" for s in screens))
-        return {"events": events, "read_seconds": read_seconds, "read_peak": read_peak,
-                "write_seconds": write_seconds, "write_peak": write_peak, "page_mb": page.stat().st_size / 1e6,
+        return {"events": events, "read_seconds": read_seconds, "read_cpu": read_cpu, "read_peak": read_peak,
+                "write_seconds": write_seconds, "write_cpu": write_cpu, "write_peak": write_peak,
+                "page_mb": page.stat().st_size / 1e6,
                 "first_screen": None if screens is None else statistics.median(screens), "screens": screens}
 
 
@@ -114,16 +119,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     figures = measure(args.events, args.keep)
     met = lambda ok: "met" if ok else "NOT met"  # noqa: E731
-    print(f"  playbook timeline --html      {figures['write_seconds']:6.2f} s, peak {figures['write_peak']:.0f} MB "
-          f"(page {figures['page_mb']:.0f} MB; a plain strict read: {figures['read_seconds']:.2f} s)   "
-          f"target < {WRITE_SECONDS:g} s, < {WRITE_MB:g} MB: "
-          f"{met(figures['write_seconds'] < WRITE_SECONDS and figures['write_peak'] < WRITE_MB)}")
+    written = figures["write_seconds"] < WRITE_SECONDS and figures["write_peak"] < WRITE_MB
+    print(f"  playbook timeline --html      {figures['write_seconds']:6.2f} s (CPU {figures['write_cpu']:.2f} s), "
+          f"peak {figures['write_peak']:.0f} MB (page {figures['page_mb']:.0f} MB; a fold of the log: "
+          f"{figures['read_seconds']:.2f} s, CPU {figures['read_cpu']:.2f} s)   "
+          f"target < {WRITE_SECONDS:g} s, < {WRITE_MB:g} MB: {met(written)}")
     if figures["first_screen"] is None:
         print("  first screen in Chromium      not measured (no chromium, chromedriver or selenium)")
-    else:
-        print(f"  first screen in Chromium      {figures['first_screen']:6.2f} s (median)   target < "
-              f"{FIRST_SCREEN_SECONDS:g} s: {met(figures['first_screen'] < FIRST_SCREEN_SECONDS)}")
-    return 0
+        return 1
+    shown = figures["first_screen"] < FIRST_SCREEN_SECONDS
+    print(f"  first screen in Chromium      {figures['first_screen']:6.2f} s (median)   target < "
+          f"{FIRST_SCREEN_SECONDS:g} s: {met(shown)}")
+    return 0 if written and shown else 1
 
 
 if __name__ == "__main__":
