@@ -250,47 +250,49 @@ def recover_json(result: Recovered) -> dict:
             "events": [event_json(e) for e in committed.events] if committed is not None else []}
 
 
+def _heading(title: str, style: Style) -> list[str]:
+    return ["", style.paint(title, "bold")]
+
+
+def _table(rows: dict[str, int]) -> list[str]:
+    width = max((cells(clean(k)) for k in rows), default=0)
+    return [f"  {clean(key)}{' ' * (width - cells(clean(key)))}  {value:>6}" for key, value in rows.items()]
+
+
+def _ranked(rows: list[dict], style: Style) -> list[str]:
+    """Key points with their counters and as much of their text as the width leaves."""
+    if not rows:
+        return ["  (none)"]
+    width = max(cells(clean(r["name"])) for r in rows)
+    lines = []
+    for r in rows:
+        head = f"  {clean(r['name'])}{' ' * (width - cells(clean(r['name'])))}  {counters(r['helpful'], r['harmful']):>7}  "
+        lines.append(head + fit(clean(r["text"]), style.width - cells(head)))
+    return lines
+
+
+def _per_day(per_day: dict[str, dict[str, int]]) -> list[str]:
+    if not per_day:
+        return ["  (none)"]
+    return [f"  {'day':<10}  {'completed':>9}  {'failed':>6}  {'skipped':>7}"] + [
+        f"  {clean(day):<10}  {row['completed']:>9}  {row['failed']:>6}  {row['skipped']:>7}"
+        for day, row in per_day.items()]
+
+
 def stats_lines(stats: Stats, style: Style) -> list[str]:
-    def heading(title: str) -> None:
-        lines.append("")
-        lines.append(style.paint(title, "bold"))
-
-    def table(rows: dict[str, int]) -> None:
-        width = max((cells(clean(k)) for k in rows), default=0)
-        for key, value in rows.items():
-            lines.append(f"  {clean(key)}{' ' * (width - cells(clean(key)))}  {value:>6}")
-
     updated = when(stats.last_updated) if stats.last_updated else "never"
     lines = wrap("", f"{stats.entries} entries; {stats.transactions} transactions, log at seq {stats.seq}; "
                  f"last updated {updated}", style.width, indent=2)
-    heading("entries per section")
-    table(stats.sections)
+    lines += _heading("entries per section", style) + _table(stats.sections)
     for title, counts in (("transactions per source", stats.sources), ("events per type", stats.events)):
-        heading(title)
-        if counts:
-            table(counts)
-        else:
-            lines.append("  (none)")
+        lines += _heading(title, style) + (_table(counts) or ["  (none)"])
     for title, rows in (("most helpful", stats.most_helpful), ("most harmful", stats.most_harmful)):
-        heading(title)
-        if not rows:
-            lines.append("  (none)")
-        width = max((cells(clean(r["name"])) for r in rows), default=0)
-        for r in rows:
-            head = f"  {clean(r['name'])}{' ' * (width - cells(clean(r['name'])))}  {counters(r['helpful'], r['harmful']):>7}  "
-            lines.append(head + fit(clean(r["text"]), style.width - cells(head)))
-    heading("learning cycles")
+        lines += _heading(title, style) + _ranked(rows, style)
+    lines += _heading("learning cycles", style)
     if stats.backend:
         lines += wrap("  backend ", clean(stats.backend), style.width, indent=4)
     lines += wrap("  ", "  ".join(f"{k.replace('_', ' ')} {v}" for k, v in stats.learning.items()), style.width)
-    heading("learning outcomes per day (UTC)")
-    if not stats.per_day:
-        lines.append("  (none)")
-    else:
-        lines.append(f"  {'day':<10}  {'completed':>9}  {'failed':>6}  {'skipped':>7}")
-        for day, row in stats.per_day.items():
-            lines.append(f"  {clean(day):<10}  {row['completed']:>9}  {row['failed']:>6}  {row['skipped']:>7}")
-    return lines
+    return lines + _heading("learning outcomes per day (UTC)", style) + _per_day(stats.per_day)
 
 
 def stats_json(stats: Stats) -> dict:
