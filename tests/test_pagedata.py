@@ -138,3 +138,18 @@ def test_a_torn_tail_is_left_out_of_the_page(every_cause, tmp_path):
         handle.write(b'{"type":"KeyPointAdded","seq":999,"tx":"00')  # a write cut short
     same(build(log), whole)
     same(build(log), build_strictly(log))
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.mark.parametrize("log", [FIXTURES / "crc32" / "playbook.events.jsonl",
+                                 FIXTURES / "hostile" / "log_from_the_future.jsonl",
+                                 Path(__file__).parent / "golden" / "replay" / "playbook.events.jsonl"],
+                         ids=["crc32", "from-the-future", "golden-replay"])
+@pytest.mark.parametrize("chunk_size", [64, 1 << 20])
+def test_logs_of_every_format_give_the_strict_pass_page_data(log, monkeypatch, chunk_size):
+    reference = build_strictly(log, chunk_events=5)
+    assert reference.head.transactions > 1
+    monkeypatch.setattr(eventlog.store, "CHUNK_SIZE", chunk_size)
+    same(build(log, chunk_events=5), reference)
