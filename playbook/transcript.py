@@ -154,17 +154,23 @@ def _is_wrapper(text: str) -> bool:
     return text.lstrip().startswith(_WRAPPER_PREFIXES)
 
 
+def _blocks(content: list[Any]) -> Iterator[tuple[Any, str | None, dict[str, Any]]]:
+    """(type, its text when it is a text block, the block) for each content block that is an object."""
+    for block in content:
+        if isinstance(block, dict):
+            kind = block.get("type")
+            text = block.get("text")
+            yield kind, text if kind == "text" and isinstance(text, str) else None, block
+
+
 def _user_text(content: Any, reading: Reading) -> str:
     if isinstance(content, str):
         return "" if _is_wrapper(content) else without_private(content)
     parts: list[str] = []
-    for block in content:
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind == "text" and isinstance(block.get("text"), str):
-            if not _is_wrapper(block["text"]):
-                parts.append(without_private(block["text"]))
+    for kind, text, block in _blocks(content):
+        if text is not None:
+            if not _is_wrapper(text):
+                parts.append(without_private(text))
         elif kind == "tool_result":
             parts.append(tool_result(block, reading))
         elif kind == "image":
@@ -178,12 +184,9 @@ def _assistant_text(content: Any, reading: Reading) -> str:
     if isinstance(content, str):
         return content
     parts: list[str] = []
-    for block in content:
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind == "text" and isinstance(block.get("text"), str):
-            parts.append(block["text"])
+    for kind, text, block in _blocks(content):
+        if text is not None:
+            parts.append(text)
         elif kind in ("tool_use", "server_tool_use"):
             parts.append(tool_use(block, reading))
         # thinking, redacted_thinking and anything else: not conversation
