@@ -5,6 +5,7 @@ No browser here: what the page shows of this data is tests/test_page.py's.
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 
@@ -123,6 +124,7 @@ def test_a_damaged_log_writes_no_page(every_cause, tmp_path, monkeypatch, capsys
     log.write_bytes(data[:at] + b"Use pathlib for file_paths" + data[at + 26 :])  # same length, one byte changed
     with pytest.raises(CorruptLogError):
         build(log)
+    assert gc.isenabled()  # paused while the data was built, and running again after the failure
     page = project / "history.html"
     assert main(["timeline", "--project", str(project), "--html", str(page)]) == 1
     err = capsys.readouterr().err
