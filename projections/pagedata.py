@@ -229,8 +229,8 @@ class _Builder:
         self.rated: dict[str, Any] = {}  # ratings not yet applied: each entry's last (see _settle)
 
     def add(self, records: list[Any]) -> None:
-        """Whole transactions, their records in log order: each event's op taken and the event applied,
-        each commit closing its transaction (and the chunk, when it is full)."""
+        """Whole transactions, their records in log order: each event's op taken and the event applied (a
+        rating by `_settle`), each commit closing its transaction (and the chunk, when it is full)."""
         current = self.current
         index, strings = current.index, current.strings
         where, rated = self.state.where, self.rated
@@ -239,7 +239,7 @@ class _Builder:
         evaluated_view, evaluated = _EVALUATED
         for record in records:
             kind = type(record)
-            if kind is evaluated_view or kind is evaluated:  # most of any log: the op and the fold's rule inlined
+            if kind is evaluated_view or kind is evaluated:  # most of any log: its op inlined
                 name, rating, rationale = record.name, record.rating, record.rationale
                 if (n := index.get(name)) is None:
                     n = index[name] = len(strings)
