@@ -44,6 +44,28 @@ _NO_TIME = -(1 << 63)
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
+_CHUNK = 1 << 20
+
+
+class _CommitFields(msgspec.Struct, frozen=True):
+    """What the index keeps of a commit line (the line's other fields are skipped, not decoded)."""
+
+    seq: int
+    tx: str
+    at: str
+    events: int
+    session: str | None = None
+
+
+_commit_fields = msgspec.json.Decoder(_CommitFields)
+
+
+def _next_commit(data: bytes, begin: int, end: int) -> int:
+    """Where the first commit line after byte `begin` of `data[:end]` (whole lines) starts, or -1."""
+    found = data.find(logformat.NEWLINE_COMMIT, begin, end)
+    return found + 1 if found >= 0 else -1
+
+
 class _Wider(Exception):
     """A chain hash wider than the index's column: the index is written again with a wider one."""
 
@@ -130,29 +152,52 @@ class CommitIndex(Sequence[CommitRef]):
         return cls(log, data, width)
 
     def _records_after_own(self) -> Iterator[bytes]:
-        """The records of the transactions committed after this index's last one, packed, as found."""
+        """The records of the transactions committed after this index's last one, packed, a chunk of the log's
+        at a time.
+
+        The log is read forward in chunks of whole lines; only its commit lines are decoded, and only the
+        fields the index keeps."""
         previous = self.end(self._count - 1) if self._count else Position()
         try:
-            handle = open(self.log, "rb")
+            handle = open(self.log, "rb", buffering=0)
         except (FileNotFoundError, NotADirectoryError):
             return
         with handle:
-            for begin in logformat.commit_starts(self.log, handle, previous.offset):
-                raw = logformat.line_at(handle, begin)
-                try:
-                    commit = logformat.commit_decoder.decode(raw)
-                except (msgspec.DecodeError, msgspec.ValidationError):
-                    continue  # an unfinished or damaged line: not a commit readers would accept
-                position = Position(offset=begin + len(raw), seq=commit.seq, hash=logformat.hash_after(raw),
-                                    line=previous.line + commit.events + 1)
-                yield self._pack(position, begin, commit)
-                previous = position
+            offset, size, line = previous.offset, _CHUNK, previous.line
+            while True:
+                handle.seek(offset)
+                data = handle.read(size)
+                cut = data.rfind(b"\n") + 1
+                if not cut:
+                    if len(data) < size:
+                        return  # the end of the file: an unfinished line at most
+                    size *= 2  # one line longer than the chunk
+                    continue
+                size = _CHUNK
+                records = []
+                with memoryview(data) as view:
+                    at = 0 if data.startswith(logformat.COMMIT) else _next_commit(data, 0, cut)
+                    while at >= 0:
+                        end = data.index(b"\n", at) + 1
+                        try:
+                            commit = _commit_fields.decode(view[at:end])
+                        except (msgspec.DecodeError, msgspec.ValidationError):
+                            commit = None  # a damaged line: not a commit readers would accept
+                        if commit is not None:
+                            line += commit.events + 1
+                            digits = logformat.digest_at(data, end) or logformat.hash_after(data[at:end]).encode()
+                            records.append(self._pack(offset + end, line, offset + at, digits, commit))
+                        at = _next_commit(data, end - 1, cut)
+                if records:
+                    yield b"".join(records)
+                offset += cut
 
-    def _pack(self, end: Position, begin: int, commit: TransactionCommitted) -> bytes:
-        digits = end.hash.encode()
+    def _pack(self, end: int, line: int, begin: int, digits: bytes, commit: _CommitFields) -> bytes:
+        """One record: the position after the transaction (byte, seq, line, chain hash), where its commit line
+        begins, its time, its transaction and session ids."""
         if len(digits) > self._width:
             raise _Wider(len(digits))
-        return (_FIXED.pack(end.offset, end.seq, end.line, begin, _micros(commit.at)) + digits.ljust(self._width, b"\0")
+        return (_FIXED.pack(end, commit.seq, line, begin, _micros(commit.at)) + digits.ljust(self._width, b"\0")
                 + _field(commit.tx, _TX_WIDTH) + _field(commit.session, _SESSION_WIDTH))
 
     def _extended(self, path: Path) -> CommitIndex:
