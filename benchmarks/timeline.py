@@ -213,31 +213,43 @@ with contextlib.redirect_stdout(io.StringIO()):
     main(["show", "--project", sys.argv[1]])
 print(f"{time.perf_counter() - started:.4f}")
 """
+LAUNCHER = Path(__file__).resolve().parents[1] / "playbook" / "launch.py"
 
 
 def measure_show(size: int = 5000, runs: int = 10) -> dict[str, float]:
-    """Medians (seconds) of `playbook show` on a `size`-key-point playbook in a fresh process, of its own work
-    there (imports included), and of `python -c pass`, interleaved."""
+    """Medians (seconds) of `playbook show` on a `size`-key-point playbook, each run a fresh process, interleaved:
+    as the plugin's command runs it (`python -I -S playbook/launch.py show`), as `python -m playbook show`
+    (through site), beside `python -I -S -c pass` (bare) and `python -c pass`; and the full command's own work
+    in its process (`playbook.cli.main`, imports included: what a playbook.json that is not current costs)."""
     import statistics
 
     from benchmarks.lean import seed_project
 
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+    def took(command: list[str]) -> tuple[float, str]:
+        started = time.perf_counter()
+        done = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
+        return time.perf_counter() - started, done.stdout
+
     with tempfile.TemporaryDirectory(prefix="bench-show-") as tmp:
         project = Path(tmp) / "project"
         seed_project(project, size)
-        whole, inside, bare = [], [], []
+        commands = {"launcher": [sys.executable, "-I", "-S", str(LAUNCHER), "show", "--project", str(project)],
+                    "module": [sys.executable, "-m", "playbook", "show", "--project", str(project)],
+                    "bare": [sys.executable, "-I", "-S", "-c", "pass"],
+                    "site": [sys.executable, "-c", "pass"],
+                    "cli": [sys.executable, "-c", SHOW, str(project)]}
+        samples: dict[str, list[float]] = {name: [] for name in commands}
+        inside: list[float] = []
+        shown = took(commands["launcher"])[1]
+        assert shown == took(commands["module"])[1] and f"all{size:>26}" in shown, "show printed another playbook"
         for index in range(runs + 1):
-            started = time.perf_counter()
-            done = subprocess.run([sys.executable, "-c", SHOW, str(project)], capture_output=True, text=True,
-                                  check=True, env=env)
-            took = time.perf_counter() - started
-            started = time.perf_counter()
-            subprocess.run([sys.executable, "-c", "pass"], check=True, env=env)
-            plain = time.perf_counter() - started
-            if index:  # the first run writes the bytecode
-                whole.append(took)
-                inside.append(float(done.stdout.split()[-1]))
-                bare.append(plain)
-    return {"size": size, "show": statistics.median(whole), "inside": statistics.median(inside),
-            "bare": statistics.median(bare)}
+            for name, command in commands.items():
+                seconds, out = took(command)
+                if index:  # the first run writes the bytecode
+                    samples[name].append(seconds)
+                    if name == "cli":
+                        inside.append(float(out.split()[-1]))
+    figures = {name: statistics.median(times) for name, times in samples.items()}
+    return {"size": size, **figures, "inside": statistics.median(inside)}

@@ -1,5 +1,12 @@
 import sys
 
+if "show" in sys.argv[1:4]:  # a current playbook.json needs nothing but the standard library
+    from .quick_show import show
+
+    code = show(sys.argv[1:])
+    if code is not None:
+        sys.exit(code)
+
 try:
     from .cli import main
 except Exception as exc:  # a dependency that no longer imports: one line, never a traceback into Claude Code

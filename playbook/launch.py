@@ -41,6 +41,12 @@ def search_path() -> list[str]:
 def main() -> None:
     sys.path[:0] = search_path()
     hook = sys.argv[1:2] == ["hook"]
+    if "show" in sys.argv[1:4]:
+        from playbook.quick_show import show  # standard library only: imports nothing that could fail
+
+        code = show(sys.argv[1:])
+        if code is not None:
+            sys.exit(code)
     try:
         if hook and len(sys.argv) == 3:  # `hook EVENT`, what Claude Code runs: no command line to parse
             from playbook.hooks import run_hook
