@@ -49,8 +49,8 @@ MODES: dict[str, dict[str, Any]] = {
              "timeline_events": 1_000_000, "page_events": 1_000_000, "merge_events": 100_000, "merge_side": 1000, "env": {"PLAYBOOK_STRESS_SECONDS": "20", "PLAYBOOK_CRASH_TRIALS": "150"}},
 }
 
-# Targets: those the issues set for the hooks, the fold and the timeline queries. Append latency has
-# none, so its rows are figures for context.
+# Targets: those the issues set for the hooks, the fold, appends at scale and the timeline queries. The
+# append's own latency has none, so its rows are figures for context.
 HOOK_ABOVE_BARE_MS = 10.0
 SESSION_END_MS = 300.0
 FOLD_RATIO = 0.5
@@ -174,6 +174,20 @@ def fold_and_append(report: Report, mode: dict[str, Any], tmpdir: str | None) ->
                        f"{_ms(figures['growing_p50'])} / {_ms(figures['growing_p99'])}", "context")
             report.row("disk floor: write 1.5 KB + fsync, p50 / p99",
                        f"{_ms(figures['fsync_p50'])} / {_ms(figures['fsync_p99'])}", "context")
+        say(f"append: {appends} appends of 10 ADDs at 5,000 and at 50 key points")
+        try:
+            scale = bench.bench_append_scale(table, Path(tmp), appends)
+        except Exception as exc:  # noqa: BLE001
+            report.failed("append at 5,000 vs 50 key points", exc)
+        else:
+            report.section(f"append at {scale['large']:,} vs {scale['small']} key points (10 ADDs, {scale['appends']} "
+                           f"appends each, interleaved; fsyncs {scale['fsyncs_small']} / {scale['fsyncs_large']})")
+            report.row(f"append p50 at {scale['small']} / {scale['large']:,} key points",
+                       f"{_ms(scale['p50_small'])} / {_ms(scale['p50_large'])} "
+                       f"(p99 {_ms(scale['p99_small'])} / {_ms(scale['p99_large'])})", "context")
+            report.row(f"append p50 at {scale['large']:,} vs {scale['small']} key points",
+                       f"{scale['ratio']:.2f}x (mean {scale['mean_ratio']:.2f}x)",
+                       f"<= {bench.APPEND_SCALE_RATIO:g}x", scale["ratio"] <= bench.APPEND_SCALE_RATIO)
 
 
 def timeline(report: Report, mode: dict[str, Any]) -> None:

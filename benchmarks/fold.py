@@ -562,6 +562,64 @@ def bench_append(table: Table, root: Path, appends: int, seed_events: int) -> di
             "fsync_p50": _percentile(floor, 50), "fsync_p99": _percentile(floor, 99)}
 
 
+APPEND_SCALE_RATIO = 2.0
+"""Target: an append of 10 operations at 5,000 key points costs at most this many times the same at 50."""
+
+
+def bench_append_scale(table: Table, root: Path, appends: int, small: int = 50, large: int = 5000,
+                       run: int = 16) -> dict[str, Any]:
+    """Adds its rows to `table`: p50 of a 10-ADD append at `large` key points beside the same at `small`.
+
+    Appends alternate between the two projects, `run` in a row on each, then both go back to their
+    prepared log and files (untimed): each timed append is one of a real sequence, so the rewrites of
+    playbook.json that a large one spreads over several appends are among the figures, at their rate."""
+    from projections.snapshot import write_atomically
+
+    projects = {}
+    for size in (small, large):
+        claude_dir = root / f"scale-{size}" / ".claude"
+        repo = prepared_repository(claude_dir, max(3 * size, 3000), live=size, exact=size)
+        log_path = repo.store.path
+        saved = {p: p.read_bytes() for p in claude_dir.iterdir()
+                 if p.is_file() and p != log_path and not p.name.endswith(".lock")}
+        projects[size] = (claude_dir, log_path, log_path.stat().st_size, saved)
+
+    def reset(size: int) -> None:
+        claude_dir, log_path, log_size, saved = projects[size]
+        os.truncate(log_path, log_size)
+        for path in list(claude_dir.iterdir()):
+            if path.is_file() and path != log_path and path not in saved and not path.name.endswith(".lock"):
+                path.unlink()
+        for path, data in saved.items():
+            write_atomically(path, data)
+
+    fsyncs = {size: _count_fsyncs(lambda size=size: _append_10_adds(projects[size][0], "count")) for size in projects}
+    for size in projects:
+        reset(size)
+    times: dict[int, list[float]] = {small: [], large: []}
+    for index in range(appends):
+        for size in (small, large):  # interleaved: the machine's noise hits both alike
+            times[size].append(_append_10_adds(projects[size][0], f"r{index}"))
+        if (index + 1) % run == 0:
+            for size in projects:
+                reset(size)
+    p50 = {size: _percentile(values, 50) for size, values in times.items()}
+    mean = {size: statistics.fmean(values) for size, values in times.items()}
+    ratio = p50[large] / p50[small]
+    table.section(f"append of 10 ADD operations at {large:,} vs {small} key points "
+                  f"({appends} each, interleaved, {run} in a row between resets)")
+    table.row(f"append p50 at {small} / {large:,} key points", f"{_ms(p50[small])} / {_ms(p50[large])}",
+              f"p99 {_ms(_percentile(times[small], 99))} / {_ms(_percentile(times[large], 99))}; "
+              f"fsyncs {fsyncs[small]} / {fsyncs[large]}")
+    table.row(f"append p50 at {large:,} vs {small} key points", f"{ratio:.2f}x",
+              f"target <= {APPEND_SCALE_RATIO:g}x: {'met' if ratio <= APPEND_SCALE_RATIO else 'NOT met'}; "
+              f"mean {mean[large] / mean[small]:.2f}x")
+    return {"small": small, "large": large, "p50_small": p50[small], "p50_large": p50[large], "ratio": ratio,
+            "mean_ratio": mean[large] / mean[small], "p99_small": _percentile(times[small], 99),
+            "p99_large": _percentile(times[large], 99), "fsyncs_small": fsyncs[small],
+            "fsyncs_large": fsyncs[large], "appends": appends}
+
+
 def bench_fresh(table: Table, root: Path, calls: int) -> None:
     claude_dir = root / "fresh" / ".claude"
     repo = prepared_repository(claude_dir, 3000, live=500, exact=500)
@@ -593,6 +651,7 @@ def main(argv: list[str] | None = None) -> int:
         for size in sizes:
             bench_fold(table, root, size, reps, memory=True)
         bench_append(table, root, appends, seed_events=5000)
+        bench_append_scale(table, root, appends)
         bench_fresh(table, root, calls)
     total = time.perf_counter() - started
     table.section(f"whole run: {total:.0f} s; load average {os.getloadavg()[0]:.1f} at the end")
