@@ -212,6 +212,33 @@ def top_level_strings(text: str) -> dict[str, str]:
             at = _skip(text, at)
 
 
+def _refreshed(project: str) -> "bytes | None":  # a string: the plugin runs this under any Python 3
+    """The index after the full machinery has brought it up to date, for a project with a log.
+
+    A write leaves the index behind (it is a pass over every left-out key point): the first prompt
+    after it pays for it. Only now are site-packages brought in, and never this script's directory."""
+    claude_dir = os.path.join(project, ".claude")
+    if _outside(claude_dir, project) or not os.path.isfile(os.path.join(claude_dir, "playbook.events.jsonl")):
+        return None
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    import site
+
+    site.main()
+    from pathlib import Path
+
+    from playbook.project import repository
+
+    repo = repository(Path(project))
+    repo.refresh()
+    if repo.diverged is not None:  # playbook.json holds what the log does not: nothing is recalled from either
+        return None
+    try:
+        return _index(project)
+    except (OSError, ValueError):
+        return None
+
+
 def main() -> int:
     try:
         try:
@@ -227,7 +254,9 @@ def main() -> int:
         try:
             index = _index(project)
         except (OSError, ValueError):  # no index yet, or one of another log position: nothing to add
-            return 0
+            index = None
+        if index is None:
+            index = _refreshed(project)
         chosen = recall(prompt, index) if index else []
         if not chosen:
             return 0

@@ -101,10 +101,13 @@ def plan(state: PlaybookState, budget: int) -> Injection:
         return Injection("", [], [], budget, 0)
     usage = state.usage
     entries = state.entries()
-    full = _render(state, set(state.where))
-    if budget <= 0 or estimate_tokens(full) <= budget:
-        names = [kp.name for _section, kp in entries]
-        return Injection(full, names, [], budget, estimate_tokens(full))
+    # The whole playbook is rendered only when it may fit: its texts alone, at a token per 4 characters at
+    # least, already exceed a budget they are over 4 times as long as.
+    if budget <= 0 or sum(len(kp.text) for _section, kp in entries) <= 4 * budget:
+        full = _render(state, set(state.where))
+        if budget <= 0 or estimate_tokens(full) <= budget:
+            names = [kp.name for _section, kp in entries]
+            return Injection(full, names, [], budget, estimate_tokens(full))
     # Ranking: preferences first, stale last, then track record; the position inside its section breaks
     # ties, so equal records are taken from every section in turn rather than one section's tail.
     ranked: list[tuple[int, int, int, int, int, KeyPoint]] = []
@@ -115,7 +118,7 @@ def plan(state: PlaybookState, budget: int) -> Injection:
             tier = 2 if stale else 0 if section == PREFERENCES else 1
             recency = used.last_used if used is not None else 0
             ranked.append((tier, -score(kp, used), -recency, position, section_index, kp))
-    ranked.sort(key=lambda item: item[:5])
+    ranked.sort()  # the first five fields are never all equal (position and section_index): no KeyPoint is compared
     frame = estimate_tokens(load_template("playbook.txt").format(key_points=""))
     frame += sum(estimate_tokens(f"## {section}\n\n") for section in SECTION_SLUGS)
     frame += estimate_tokens(left_out_line(len(entries), budget))
@@ -127,6 +130,9 @@ def plan(state: PlaybookState, budget: int) -> Injection:
             if blocked:  # a tier is entered only when every key point of the tiers before it fitted
                 break
             current = tier
+        if len(kp.name) + len(kp.text) + 26 > 4 * room:  # its line is longer: more than `room` tokens
+            blocked = True
+            continue
         cost = estimate_tokens(_line(kp))
         if cost <= room:
             chosen.add(kp.name)

@@ -36,7 +36,7 @@ from . import checkpoints
 from .injection import INJECTION_NAME, injection_budget, injection_file, output_of, plan, settings_stamp
 from .injection import waiting_for_review
 from .recall import RECALL_NAME, recall_file
-from .snapshot import ReadSnapshot, claimed_position, read_snapshot, state_of, write_atomically, write_snapshot
+from .snapshot import ReadSnapshot, claimed_position, may_lag, read_snapshot, state_of, write_atomically, write_snapshot
 
 LOG_NAME = "playbook.events.jsonl"
 SNAPSHOT_NAME = "playbook.json"
@@ -92,6 +92,8 @@ class PlaybookRepository:
         self.injection_path = self.claude_dir / INJECTION_NAME
         self.recall_path = self.claude_dir / RECALL_NAME
         self._taken_in: list[Committed] = []
+        self._reflected: tuple[int, int] | None = None
+        """Where the log ended for the untouched playbook.json the last housekeeping read, and its size."""
         self.diverged: Divergence | None = None
         """Set when this object's last read left in place a playbook.json that holds what the log does not."""
 
@@ -151,13 +153,20 @@ class PlaybookRepository:
         return state, position
 
     def needs_housekeeping(self) -> bool:
-        """True when something outside the log waits to be taken in, or the snapshot is stale."""
+        """True when something outside the log waits to be taken in, or the snapshot is further behind the log
+        than a reader folds (see `snapshot.may_lag`)."""
         return self._needs_housekeeping(read_snapshot(self.snapshot_path))
 
     def _needs_housekeeping(self, found: ReadSnapshot | None) -> bool:
         if found is None:
             return self.store.exists()
-        return found.snapshot is None or not self._fresh(found)
+        if found.snapshot is None or found.snapshot.log is None:
+            return True
+        if self._fresh(found):
+            return False
+        log = found.snapshot.log
+        return not (may_lag(found.size, log.offset, self.store.size())
+                    and self.store.holds(Position(offset=log.offset, seq=log.seq, hash=log.hash, line=log.line)))
 
     # --- writing --------------------------------------------------------------------------------
 
@@ -187,22 +196,35 @@ class PlaybookRepository:
     def append(self, commands: Sequence[Command] | Decider, cause: Cause) -> Committed | None:
         """Decide `commands` against the fresh state and append them as one transaction.
 
-        Returns None when they change nothing. Durable, and playbook.json replaced, when it returns.
+        Returns None when they change nothing. Durable when it returns, with the SessionStart projection
+        up to date; playbook.json too, unless it is large and the log after it still short (`may_lag`),
+        and the recall index is left to the prompt that needs it (`_write_snapshot`).
+
+        An append calls fsync once per durability need, three times at most (a torn tail cut first, or a
+        checkpoint falling due, adds its own): the log, after its write and
+        before anything claims its new end, since it alone holds what was decided; playbook.json's new
+        content before its rename, when it is rewritten, since its name must never lead to bytes a crash
+        lost (a snapshot it cannot read is set aside and recorded in the log); the SessionStart projection
+        likewise, since the hook prints whatever the file holds. No directory is fsynced: a rename a crash
+        undoes leaves the previous file, whole and marked with an older log position, which readers fold
+        forward or take for stale. Only the log's creation fsyncs its directory.
         """
         decider: Decider = commands if callable(commands) else (lambda state: decide_all(state, commands))
         with self.store.locked():
             state, position, _taken_in = self._housekeep()
+            reflected = self._reflected
             committed = commit(self.store, state, position, decider, cause)
             if committed is not None:
                 if checkpoints.crosses(position.seq, committed.position.seq):
                     checkpoints.save(self.claude_dir / checkpoints.CHECKPOINT_DIR, committed.state, committed.position)
                 state, position = committed.state, committed.position
                 fault("before-snapshot")
-            self._write_snapshot(state, position)
+            lagging = reflected is not None and may_lag(reflected[1], reflected[0], position.offset)
+            self._write_snapshot(state, position, recall=False, snapshot=not lagging)
             return committed
 
     def refresh(self, writing: bool = False) -> PlaybookState:
-        """Bring playbook.json and the injection projection up to date with the log.
+        """Bring playbook.json, the injection projection and the recall index up to date with the log.
 
         A reader's refresh leaves a playbook.json that holds what the log does not as it is (and sets
         `diverged`); with `writing`, it is recorded and moved aside first, as every writer does."""
@@ -242,10 +264,17 @@ class PlaybookRepository:
         self._write_snapshot(state, position, force=True)
         return position
 
-    def _write_snapshot(self, state: PlaybookState, position: Position, force: bool = False) -> None:
-        """Write playbook.json and the injection projection, each only when its bytes change."""
+    def _write_snapshot(self, state: PlaybookState, position: Position, force: bool = False,
+                        recall: bool = True, snapshot: bool = True) -> None:
+        """Write playbook.json (unless `snapshot` is false) and the injection projection, each only when its
+        bytes change; the recall index too unless `recall` is false.
+
+        An append leaves the recall index behind (its stamp then names an older log size): it costs a pass
+        over every left-out key point, and only a prompt needs it, so the prompt hook that finds it stale
+        brings it up to date (`refresh`) before it reads it."""
         try:
-            write_snapshot(self.snapshot_path, state, position, force)
+            if snapshot:
+                write_snapshot(self.snapshot_path, state, position, force)
             project = self.claude_dir.parent
             stamp = settings_stamp(project)  # before the settings are read: a change meanwhile leaves it stale
             mtime = self.snapshot_path.stat().st_mtime_ns
@@ -253,8 +282,9 @@ class PlaybookRepository:
             self._replace_if_changed(self.injection_path,
                                      injection_file(position.offset, mtime, output_of(planned, waiting_for_review(state)),
                                                     stamp))
-            self._replace_if_changed(self.recall_path,
-                                     recall_file(position.offset, mtime, stamp, state, planned.left_out, project))
+            if recall:
+                self._replace_if_changed(self.recall_path,
+                                         recall_file(position.offset, mtime, stamp, state, planned.left_out, project))
         except OSError as exc:
             raise StorageError.failed("write", self.snapshot_path, exc) from exc
 
@@ -277,6 +307,7 @@ class PlaybookRepository:
 
     def _take_in_outside(self, writing: bool) -> Housekept:
         self._remove_stale_temps()
+        self._reflected = None
         found = read_snapshot(self.snapshot_path)
         self.diverged = self._divergence(found)
         if self.diverged is not None:
@@ -308,6 +339,8 @@ class PlaybookRepository:
                                 Cause(source="import", note="playbook.json found without a log"))
         if found is not None and found.snapshot is None:
             return self._import_manual_edit(found)
+        if found is not None and found.snapshot is not None and found.snapshot.log is not None:
+            self._reflected = (found.snapshot.log.offset, found.size)  # not diverged: the log holds that position
         return Housekept(*self._current_of(found), ())
 
     def _remove_stale_temps(self) -> None:

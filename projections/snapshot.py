@@ -130,6 +130,21 @@ class ReadSnapshot(msgspec.Struct):
     snapshot: SnapshotFile | None = None
     data: Any = None
     error: str | None = None
+    size: int = 0
+    """The file's length in bytes."""
+
+
+LAG_FROM_BYTES = 256 << 10
+"""Below this size playbook.json is rewritten at every append: it costs less than the fsync it needs anyway."""
+LAG_SHARE = 32
+"""A larger playbook.json is rewritten once the log after the position it reflects reaches this share of its
+size (1/32): a rewrite's cost is spread over appends of as many bytes, and a reader folds at most that tail."""
+
+
+def may_lag(snapshot_size: int, reflects: int, log_end: int) -> bool:
+    """True when a snapshot of `snapshot_size` bytes that reflects the log up to byte `reflects` need not be
+    rewritten for a log ending at `log_end`: a reader folds the short tail after it (see LAG_SHARE)."""
+    return snapshot_size >= LAG_FROM_BYTES and (log_end - reflects) * LAG_SHARE < snapshot_size
 
 
 def _int_or_infinity(digits: str) -> int | float:
@@ -154,16 +169,16 @@ def read_snapshot(path: Path) -> ReadSnapshot | None:
         return ReadSnapshot(error=f"cannot read {path}: {exc.strerror or exc}")
     known = _last_read.get(path)
     if known is not None and known[0] == raw:
-        return ReadSnapshot(snapshot=known[1])
+        return ReadSnapshot(snapshot=known[1], size=len(raw))
     try:
         snapshot = _decoder.decode(raw)
         if snapshot.log is not None and snapshot.log.digest == _digest(snapshot):
             _remember(path, raw, snapshot)
-            return ReadSnapshot(snapshot=snapshot)
+            return ReadSnapshot(snapshot=snapshot, size=len(raw))
     except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         pass
     try:
-        return ReadSnapshot(data=msgspec.json.decode(raw))
+        return ReadSnapshot(data=msgspec.json.decode(raw), size=len(raw))
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
         error = exc
     try:
@@ -171,7 +186,7 @@ def read_snapshot(path: Path) -> ReadSnapshot | None:
         # A "\\ud800" escape is valid JSON but no UTF-8 can hold it: it is replaced, not the whole file lost.
         data = encodable_json(json.loads(raw.decode("utf-8-sig"), parse_int=_int_or_infinity))
         msgspec.json.encode(data)
-        return ReadSnapshot(data=data)
+        return ReadSnapshot(data=data, size=len(raw))
     except (ValueError, RecursionError, TypeError):
         return ReadSnapshot(error=f"{path} is not JSON: {str(error).splitlines()[0][:200]}")
 

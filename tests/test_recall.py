@@ -140,20 +140,25 @@ def test_recall_off_adds_nothing(project):
     (project / ".claude" / "playbook.settings.json").write_text(json.dumps({"playbook_recall": False}))
     PlaybookRepository(project / ".claude").refresh()
     assert context(prompt(project, "kerberos keytab realm")) == ""
-    assert context(prompt(project, "kerberos keytab realm", PLAYBOOK_RECALL="1")) == ""  # stale until refreshed
+    # A setting changed since the index was written: the prompt that finds it stale brings it up to date
+    assert "pat-401" in context(prompt(project, "kerberos keytab realm", PLAYBOOK_RECALL="1"))
 
 
-def test_a_stale_index_adds_nothing_until_the_projection_catches_up(project):
+def test_a_stale_index_is_brought_up_to_date_by_the_prompt_that_finds_it(project):
     repo = seed(project)
-    with open(project / ".claude" / "playbook.events.jsonl", "ab") as log:
-        log.write(b"")  # same size: still current
+    path = project / ".claude" / index.RECALL_NAME
+    assert not path.exists()  # an append leaves the index to the first prompt that needs it
     assert "pat-401" in context(prompt(project, "kerberos keytab realm"))
     size = (project / ".claude" / "playbook.events.jsonl").stat().st_size
-    data = (project / ".claude" / index.RECALL_NAME).read_bytes()
-    (project / ".claude" / index.RECALL_NAME).write_bytes(data.replace(str(size).encode(), b"1", 1))
-    assert context(prompt(project, "kerberos keytab realm")) == ""
+    data = path.read_bytes()
+    assert data.startswith(b"%d " % size)
+    path.write_bytes(data.replace(str(size).encode(), b"1", 1))
+    assert "pat-401" in context(prompt(project, "kerberos keytab realm"))
+    assert path.read_bytes() == data
     repo.append([ApplyOperations([{"type": "ADD", "text": "Renew the kerberos keytab yearly"}])], Cause(source="t"))
+    assert path.read_bytes() == data  # behind the log now
     assert "kerberos" in context(prompt(project, "kerberos keytab realm"))
+    assert path.read_bytes().startswith(b"%d " % (project / ".claude" / "playbook.events.jsonl").stat().st_size)
 
 
 @pytest.mark.parametrize("body", [
@@ -162,7 +167,7 @@ def test_a_stale_index_adds_nothing_until_the_projection_catches_up(project):
     b'{"top": 3, "max_chars": 900, "count": 2}\n[1]\n' + b"[" * 50_000 + b'\nkeytab\t0:9.0 1:9.0\n',
 ])
 def test_a_damaged_or_hostile_index_never_fails_the_prompt(project, body):
-    seed(project)
+    seed(project).refresh()
     path = project / ".claude" / index.RECALL_NAME
     header = path.read_bytes().partition(b"\n")[0]
     path.write_bytes(header + b"\n" + body)

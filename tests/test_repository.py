@@ -311,3 +311,57 @@ def test_rebuild_takes_in_a_hand_edit_instead_of_overwriting_it(project, repo):
     repo.snapshot_path.write_text("{not json")
     repo.rebuild()
     assert list(repo.claude_dir.glob("playbook.json.unreadable-*"))
+
+
+def _large(repo: PlaybookRepository) -> None:
+    """A playbook whose snapshot is past the size from which it may lag behind the log."""
+    from projections.snapshot import LAG_FROM_BYTES
+
+    count = 0
+    while not repo.snapshot_path.exists() or repo.snapshot_path.stat().st_size < LAG_FROM_BYTES:
+        repo.append(ops(*({"type": "ADD", "text": f"key point {count + i} " + "x" * 200} for i in range(200))), CAUSE)
+        count += 200
+
+
+def test_a_large_snapshot_lags_a_short_tail_that_every_reader_folds(project, repo):
+    from projections.verify import verify
+
+    _large(repo)
+    before = repo.snapshot_path.read_bytes()
+    committed = repo.append(ops({"type": "ADD", "text": "after the snapshot"}), CAUSE)
+    assert committed is not None
+    assert repo.snapshot_path.read_bytes() == before  # not rewritten for one short transaction
+    assert not repo.is_fresh() and not repo.needs_housekeeping()
+    state, position = PlaybookRepository(repo.claude_dir).current()
+    assert position == committed.position and "after the snapshot" in state.texts()
+    assert any(e["text"] == "after the snapshot" for e in playbook.load_playbook()["sections"]["OTHERS"])
+    assert repo.snapshot_path.read_bytes() == before  # a reader folds the tail; it writes nothing
+    assert verify(repo).ok
+    # The SessionStart projection follows the log at every append.
+    assert repo.injection_path.read_bytes().startswith(b"%d " % committed.position.offset)
+
+
+def test_a_large_snapshot_is_rewritten_once_the_tail_after_it_is_long(project, repo):
+    _large(repo)
+    size = repo.snapshot_path.stat().st_size
+    before = repo.snapshot_path.read_bytes()
+    appended = 0
+    while repo.snapshot_path.read_bytes() == before:
+        committed = repo.append(ops({"type": "ADD", "text": f"tail {appended} " + "y" * 300}), CAUSE)
+        assert committed is not None
+        appended += 1
+        assert appended * 400 < size  # rewritten long before the tail is the snapshot's size
+    state, position = fold_log(repo.log_path, PlaybookState())[:2]
+    assert repo.snapshot_path.read_bytes() == render(state, position) and repo.is_fresh()
+
+
+def test_a_hand_edit_of_a_lagging_snapshot_keeps_the_tail_after_it(project, repo):
+    _large(repo)
+    repo.append(ops({"type": "ADD", "text": "in the tail only"}), CAUSE)
+    data = json.loads(repo.snapshot_path.read_text())
+    assert data["log"]["offset"] < repo.store.size()
+    data["sections"]["OTHERS"][0]["text"] = "edited by hand"
+    repo.snapshot_path.write_text(json.dumps(data, indent=2))
+    texts = [e["text"] for e in playbook.load_playbook()["sections"]["OTHERS"]]
+    assert texts[0] == "edited by hand" and "in the tail only" in texts
+    assert repo.is_fresh()
