@@ -45,6 +45,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 _CHUNK = 1 << 20
+_WINDOW = 1 << 22
 
 
 class _CommitFields(msgspec.Struct, frozen=True):
@@ -311,8 +312,7 @@ class CommitIndex(Sequence[CommitRef]):
         found: set[int] = set()
         overflow = bytes([_OVERFLOW]) * width
         for probe in ([needle] if needle and len(needle) <= width and b"\0" not in needle else []) + [overflow]:
-            at = self._data.find(probe, _HEADER.size)
-            while at >= 0:
+            for at in self._occurrences(probe):
                 index, rest = divmod(at - _HEADER.size - base, self._size)
                 if rest == 0 and 0 <= index < self._count:
                     if probe[0] != _OVERFLOW:
@@ -321,8 +321,24 @@ class CommitIndex(Sequence[CommitRef]):
                         value = self.session(index) if session else self.tx(index)
                         if value is not None and value.startswith(prefix):
                             found.add(index)
-                at = self._data.find(probe, at + 1)
         return sorted(found)
+
+    def _occurrences(self, probe: bytes) -> Iterator[int]:
+        """Offsets of `probe` in the index, found a window at a time; the pages of a mapped index are let go
+        behind the search, so a search of a long index does not keep it all in memory."""
+        data, total, low = self._data, len(self._data), _HEADER.size
+        while low < total:
+            high = min(low + _WINDOW, total)
+            limit = min(high + len(probe) - 1, total)  # whole matches that begin before `high`
+            at = data.find(probe, low, limit)
+            while at >= 0:
+                yield at
+                at = data.find(probe, at + 1, limit)
+            if isinstance(data, mmap.mmap):
+                begin, end = low // mmap.PAGESIZE * mmap.PAGESIZE, high // mmap.PAGESIZE * mmap.PAGESIZE
+                if end > begin:
+                    data.madvise(mmap.MADV_DONTNEED, begin, end - begin)
+            low = high
 
     # --- the sequence -------------------------------------------------------------------------------------
 

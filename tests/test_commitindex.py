@@ -76,3 +76,19 @@ def test_a_chain_hash_wider_than_the_index_s_column_has_the_index_written_again_
     index = Timeline(repo).refs
     assert as_tuples(index) == expected(repo)
     assert commitindex._HEADER.unpack_from(kept.read_bytes(), 0)[2] == 64
+
+
+def test_a_search_by_prefix_finds_every_match_whatever_the_search_window(tmp_path, monkeypatch):
+    from projections import commitindex
+
+    repo = PlaybookRepository(tmp_path / ".claude")
+    for number in range(40):
+        add(repo, f"tip {number}", session=f"s{number % 7}")
+    index = Timeline(repo).refs
+    ids = [index.tx(i) for i in range(len(index))]
+    # windows of a few bytes, not a multiple of a record: matches straddle every window's edge
+    for window in (7, 100, 1 << 22):
+        monkeypatch.setattr(commitindex, "_WINDOW", window)
+        for tx in ids[::5]:
+            assert index.beginning(tx[:6]) == [i for i, other in enumerate(ids) if other.startswith(tx[:6])]
+        assert index.beginning("s3", session=True) == [i for i in range(40) if i % 7 == 3]
