@@ -7,7 +7,10 @@ Attributes load on first use (PEP 562), so importing a submodule such as
 from __future__ import annotations
 
 import importlib
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: importing typing costs a start-up what the standard-library-only paths avoid
+if TYPE_CHECKING:
+    from typing import Any
 
 _EXPORTS = {
     "SECTION_SLUGS": "eventlog.domain",

@@ -15,7 +15,10 @@ import json
 import os
 import stat
 import sys
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: importing typing costs a start-up what the standard-library-only paths avoid
+if TYPE_CHECKING:
+    from typing import Any
 
 from .inject import INJECTION_NAME, claude_outside
 from .safe_text import clean

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: importing typing costs a start-up what the standard-library-only paths avoid
+if TYPE_CHECKING:
+    from typing import Any
 
 # Control characters (C0, DEL, C1), bidi controls, line and paragraph separators, lone surrogates.
 UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
-import shutil
-import textwrap
 import unicodedata
 from datetime import datetime, timezone
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: importing typing costs a start-up what the standard-library-only paths avoid
+if TYPE_CHECKING:
+    from typing import Any
 
 from .safe_text import clean
 
@@ -55,6 +56,8 @@ class Style:
         width = WIDTH
         try:
             if stream.isatty():
+                import shutil
+
                 width = max(60, shutil.get_terminal_size((WIDTH, 24)).columns)
         except (AttributeError, ValueError):
             pass
@@ -116,6 +119,8 @@ def wrap(first: str, text: str, width: int, indent: int | None = None) -> list[s
             lines.extend(f"{prefix if at == 0 else pad}{paragraph[at:at + step]}"
                          for at in range(0, len(paragraph), step))
             continue
+        import textwrap  # only here: `show` and the hooks print without it
+
         wrapped = textwrap.wrap(paragraph, width=max(20, width), initial_indent=prefix, subsequent_indent=pad,
                                 break_long_words=True, break_on_hyphens=False) or [prefix.rstrip()]
         lines.extend(wrapped)
