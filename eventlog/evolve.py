@@ -38,13 +38,25 @@ _READS: dict[type, tuple[str, ...]] = {
 _VIEW_OF: dict[type, type] = {kind: record_view(kind, fields) for kind, fields in _READS.items()}
 FOLD_VIEWS: Any = Union[tuple(_VIEW_OF.values())]
 """Every record type as the fold reads it: decode with `msgspec.json.Decoder(FOLD_VIEWS)`."""
+_SEQ_VIEW_OF: dict[type, type] = {
+    kind: record_view(kind, fields if "seq" in fields else (*fields, "seq")) for kind, fields in _READS.items()
+}
+"""The same views with every line's `seq`, for a reader that checks each one (see `fold_views_with`)."""
 
 _HANDLERS: dict[type, Handler] = {
-    **_APPLY, **{_VIEW_OF[kind]: handler for kind, handler in _APPLY.items()}
+    **_APPLY, **{view_of[kind]: handler for view_of in (_VIEW_OF, _SEQ_VIEW_OF) for kind, handler in _APPLY.items()}
 }
-_EVALUATED = (KeyPointEvaluated, _VIEW_OF[KeyPointEvaluated])
+_EVALUATED = (KeyPointEvaluated, _VIEW_OF[KeyPointEvaluated], _SEQ_VIEW_OF[KeyPointEvaluated])
 CommitView = _VIEW_OF[TransactionCommitted]
 """The fold's view of a `TransactionCommitted` line."""
+
+
+def fold_views_with(whole: tuple[type, ...]) -> Any:
+    """`FOLD_VIEWS` with every line's `seq`, and commits and the record types in `whole` decoded as the
+    records themselves: for a reader that checks every seq or looks at what it folds (`apply_records`
+    takes these views too)."""
+    kept = {TransactionCommitted, *whole}
+    return Union[tuple(kind if kind in kept else _SEQ_VIEW_OF[kind] for kind in _READS)]
 
 
 def apply_records(state: PlaybookState, records: list[Any]) -> None:
@@ -56,11 +68,11 @@ def apply_records(state: PlaybookState, records: list[Any]) -> None:
     """
     get = _HANDLERS.get
     where, sections, usage = state.where, state.sections, state.usage
-    evaluated, evaluated_view = _EVALUATED
+    evaluated, evaluated_view, evaluated_seq = _EVALUATED
     changed = False
     for record in records:
         kind = type(record)
-        if kind is evaluated_view or kind is evaluated:  # about half of any log: `counters` and `used`, inlined
+        if kind is evaluated_view or kind is evaluated_seq or kind is evaluated:  # about half of any log: `counters` and `used`, inlined
             name = record.name
             section = where.get(name)
             if section is not None:

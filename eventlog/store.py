@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator
+from functools import lru_cache
+from operator import attrgetter
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
@@ -24,7 +26,7 @@ import msgspec
 
 from .domain import PlaybookState
 from .events import Cause, Event, TransactionCommitted
-from .evolve import FOLD_VIEWS, CommitView, apply_records, apply_transaction
+from .evolve import FOLD_VIEWS, CommitView, apply_records, apply_transaction, fold_views_with
 from .files import DIR_MODE, FILE_MODE, SHARED_FILES, make_dirs
 from .logformat import (COMMIT, CRC_TAIL, DECODE_ERRORS, NEWLINE_COMMIT, Link, Running, check_run, commit_hash_after,
                         decode_line, digest_at, encode_line, extend, feed, h_at, split_hash, start, text, upgraded)
@@ -56,6 +58,17 @@ def commit_record(seq: int, tx: str, at: str, events: int, cause: Cause) -> Tran
 
 
 fold_decoder = msgspec.json.Decoder(FOLD_VIEWS)
+
+Observer = Callable[[list[Any]], None]
+"""Called with each run of whole transactions a fold applied: their records in log order, commits included."""
+
+
+_seq_of = attrgetter("seq")
+
+
+@lru_cache(maxsize=8)
+def _observing_decoder(whole: tuple[type, ...]) -> Any:
+    return msgspec.json.Decoder(fold_views_with(whole))
 
 
 class _Recheck(Exception):
@@ -117,39 +130,61 @@ class LogReader:
                 else:
                     return
 
-    def fold(self, state: PlaybookState, until: int | None = None) -> bool:
+    def fold(self, state: PlaybookState, until: int | None = None, observe: Observer | None = None,
+             whole: tuple[type, ...] = (), seqs: bool = False) -> bool:
         """Apply the committed transactions from `position` on to `state`, in place.
 
         Stops before a transaction that ends after byte `until` and returns True; otherwise
         reads to the end (then `torn` is set as by iteration) and returns False. Same checks
         as iteration; nothing of a chunk is applied before the chunk is checked.
+        `observe`, when given, sees the records of what was applied, in the same pass: the
+        fold's light views, but commits and the types in `whole` as the records themselves.
+        `seqs`: every line's seq is checked too, so that a log rewritten with a recomputed chain
+        gets the strict reader's verdict (the fast road alone vouches for the chain and each
+        chunk's last commit; a whole-log check pays a little more for this).
         """
         try:
             handle = open(self.path, "rb", buffering=0)
         except (FileNotFoundError, NotADirectoryError):
             return False
+        decoder, commit_type = (fold_decoder, CommitView) if observe is None and not seqs else (
+            _observing_decoder(whole), TransactionCommitted)
         with handle:
             while True:
                 resume = None
                 if not self.strict:
                     try:
-                        for records, _buffer, _offset in self._fast(handle, fold_decoder, CommitView, until):
+                        for records, _buffer, _offset in self._fast(handle, decoder, commit_type, until):
+                            if seqs and list(map(_seq_of, records)) != list(
+                                    range(self.position.seq + 1, self.position.seq + 1 + len(records))):
+                                raise _Recheck()  # nothing of the run applied: the strict road names the line
                             apply_records(state, records)
+                            if observe is not None:
+                                observe(records)
                         if self._stopped or self.torn is None:
                             return self._stopped
                         self.torn = None
                     except _Recheck as recheck:
                         resume = recheck.resume
-                handle.seek(self.position.offset)
-                for transaction in self._strict(handle):
-                    if until is not None and transaction.end.offset > until:
-                        self.position = transaction.start
-                        return True
-                    apply_transaction(state, transaction.events, transaction.commit.seq, transaction.commit.at)
-                    if resume is not None and transaction.end.offset >= resume:
-                        break
-                else:
-                    return False
+                stopped = self._fold_strict(handle, state, until, observe, resume)
+                if stopped is not None:
+                    return stopped
+
+    def _fold_strict(self, handle: IO[bytes], state: PlaybookState, until: int | None, observe: Observer | None,
+                     resume: int | None) -> bool | None:
+        """`fold` on the strict road from `position`: True when it stopped at `until`, False at the end of the
+        file, None once it is past byte `resume` (the fast road takes over again)."""
+        handle.seek(self.position.offset)
+        for transaction in self._strict(handle):
+            if until is not None and transaction.end.offset > until:
+                self.position = transaction.start
+                return True
+            apply_transaction(state, transaction.events, transaction.commit.seq, transaction.commit.at)
+            if observe is not None:
+                observe([*transaction.events, transaction.commit])
+            if resume is not None and transaction.end.offset >= resume:
+                return None
+        return False
 
     def _fast(self, handle: IO[bytes], decoder: Any, commit_type: type[Any], until: int | None
               ) -> Iterator[tuple[list[Any], bytearray, int]]:

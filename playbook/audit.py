@@ -5,28 +5,27 @@ Small functions over `projections.timeline`; rendering lives in `playbook.report
 
 from __future__ import annotations
 
-import operator
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from eventlog.decide import ImportLegacy, ReplaceContent, SkipReason, decide
-from eventlog.domain import SECTION_SLUGS, PlaybookState
+from eventlog.domain import SECTION_SLUGS, KeyPoint, PlaybookState
 from eventlog.errors import PlaybookError
 from eventlog.events import Cause, Event, KeyPointImported, LearningCompleted, LearningFailed, LearningRequested
 from eventlog.events import LearningSkipped, OperationSkipped, PlaybookImported, TransactionCommitted
-from eventlog.events import LearningGivenUp
+from eventlog.events import LearningGivenUp, ModelCallRecorded, UnknownRecord
 from eventlog.evolve import apply_transaction
 from eventlog.registry import FAMILIES, SHORT_NAMES, TAGS, mentions, tag_of
 from eventlog.store import Committed, LogReader, Transaction
-from eventlog.wholelines import WholeLines
 from projections.repository import PlaybookRepository
 from projections.snapshot import playbook_dict
 from projections.revert import RevertPlan
 from projections.timeline import Timeline, read_transaction
+from projections.usage import UsageReport, usage_report
 
 from .errors import UsageError
 from .when import check_prefix, resolve
@@ -240,91 +239,91 @@ class Stats(msgspec.Struct):
     """How learning reaches the model (see `playbook.backend.describe`)."""
 
 
-class _Counted(msgspec.Struct):
-    """What `stats` counts of a line: its type, and the source and time of a commit or a learning outcome."""
-
-    type: str
-    source: Any = None
-    at: Any = None
-
-
-_counted = msgspec.json.Decoder(_Counted)
-_OUTCOMES = {LearningCompleted: "completed", LearningFailed: "failed", LearningSkipped: "skipped"}
-_OUTCOME_TAGS = {str(kind.__struct_config__.tag): name for kind, name in _OUTCOMES.items()}
-_REQUESTED = str(LearningRequested.__struct_config__.tag)
-_GIVEN_UP = str(LearningGivenUp.__struct_config__.tag)
+_OUTCOMES = {str(kind.__struct_config__.tag): name
+             for kind, name in ((LearningCompleted, "completed"), (LearningFailed, "failed"), (LearningSkipped, "skipped"))}
+_COUNTED = {str(LearningRequested.__struct_config__.tag): "requested",
+            str(LearningGivenUp.__struct_config__.tag): "given_up"}
 _COMMIT = str(TransactionCommitted.__struct_config__.tag)
+_PER_TRANSACTION = frozenset({*_OUTCOMES, str(ModelCallRecorded.__struct_config__.tag)})
+"""A run holding one of these (or an unknown record) is counted transaction by transaction."""
 
 
-_type_of = operator.attrgetter("type")
+def _tag_of_type(kind: type) -> str:
+    return str(kind.__struct_config__.tag)  # type: ignore[attr-defined]  # a fold's view has its record's tag
 
 
-def _lines_up_to(path: Path, end: int) -> Iterator[list[_Counted]]:
-    """The lines of the log before byte `end` (whole lines, as a fold left them), decoded for counting, per chunk."""
-    try:
-        handle = open(path, "rb", buffering=0)
-    except (FileNotFoundError, NotADirectoryError):
-        return
-    with handle:
-        done = 0
-        for buffer, size in WholeLines(handle):
-            size = min(size, end - done)
-            if size <= 0:
-                return
-            with memoryview(buffer) as view:
-                yield _counted.decode_lines(view[:size])
-            done += size
+class _Tally:
+    """What `stats` counts, fed the records of each run of whole transactions as the fold applies them."""
+
+    def __init__(self) -> None:
+        self.kinds: Counter[type] = Counter()
+        self.unknown: Counter[str] = Counter()
+        self.sources: Counter[str] = Counter()
+        self.learning = {"requested": 0, "completed": 0, "failed": 0, "skipped": 0, "given_up": 0}
+        self.per_day: dict[str, dict[str, int]] = {}
+        self.calls: list[tuple[list[Any], TransactionCommitted]] = []
+        """The transactions that recorded model calls: their calls and their commit."""
+
+    def add(self, records: list[Any]) -> None:
+        kinds = Counter(map(type, records))
+        self.kinds.update(kinds)
+        if UnknownRecord not in kinds and not any(_tag_of_type(kind) in _PER_TRANSACTION for kind in kinds):
+            # the usual run: only its commits' sources to count
+            self.sources.update([record.source for record in records if type(record) is TransactionCommitted])
+            return
+        events: list[Any] = []
+        for record in records:
+            if type(record) is TransactionCommitted:
+                self._transaction(events, record)
+                events = []
+            else:
+                events.append(record)
+
+    def _transaction(self, events: list[Any], commit: TransactionCommitted) -> None:
+        self.sources[commit.source] += 1
+        self.unknown.update(event.type for event in events if type(event) is UnknownRecord)
+        if calls := [event for event in events if type(event) is ModelCallRecorded]:
+            self.calls.append((calls, commit))
+        for event in events:
+            if type(event) is not UnknownRecord and (kind := _OUTCOMES.get(_tag_of_type(type(event)))) is not None:
+                day = self.per_day.setdefault(commit.at[:10], {"completed": 0, "failed": 0, "skipped": 0})
+                self.learning[kind] += 1
+                day[kind] += 1
+
+    def events(self) -> dict[str, int]:
+        """Events per type (commits apart), in the order the audit lists types, unknown ones last."""
+        counts = Counter({_tag_of_type(kind): n for kind, n in self.kinds.items() if kind is not UnknownRecord})
+        counts.update(self.unknown)
+        counts.pop(_COMMIT, None)
+        for tag, name in _COUNTED.items():
+            self.learning[name] = counts.get(tag, 0)
+        return {tag: counts[tag] for tag in sorted(counts, key=lambda t: (TAGS.index(t) if t in TAGS else len(TAGS), t))}
 
 
-def stats(repo: PlaybookRepository, top: int = 5) -> Stats:
-    """Counts over the whole log and the playbook at its end.
+def _top(state: PlaybookState, top: int, key: Callable[[KeyPoint], tuple[int, int, str]]) -> list[dict[str, Any]]:
+    """The `top` entries by `key` among those whose leading count (negated) is above 0, as rows."""
+    ranked = sorted((key(kp), section, kp) for section, kp in state.entries() if key(kp)[0] < 0)
+    return [{"name": kp.name, "section": section, "text": kp.text, "helpful": kp.helpful, "harmful": kp.harmful}
+            for _key, section, kp in ranked[:top]]
 
-    The playbook is the store's fast fold, which checks the chain; the counts come from a second read of
-    the bytes that fold vouched for, each line decoded as its type alone (and a commit's source and time)."""
-    state = PlaybookState()
-    reader = LogReader(repo.log_path)
-    reader.fold(state)
-    transactions = 0
-    sources: dict[str, int] = {}
-    events: Counter[str] = Counter()
-    learning = {"requested": 0, "completed": 0, "failed": 0, "skipped": 0, "given_up": 0}
-    per_day: dict[str, dict[str, int]] = {}
-    for records in _lines_up_to(repo.log_path, reader.position.offset):
-        tags = Counter(map(_type_of, records))
-        commits = tags.pop(_COMMIT, 0)
-        events.update(tags)
-        transactions += commits
-        learning["requested"] += tags.get(_REQUESTED, 0)
-        learning["given_up"] += tags.get(_GIVEN_UP, 0)
-        if any(tag in tags for tag in _OUTCOME_TAGS):
-            waiting: list[str] = []
-            for record in records:
-                if (kind := _OUTCOME_TAGS.get(record.type)) is not None:
-                    waiting.append(kind)
-                elif record.type == _COMMIT and waiting:
-                    day = per_day.setdefault(str(record.at)[:10], {"completed": 0, "failed": 0, "skipped": 0})
-                    for kind in waiting:
-                        learning[kind] += 1
-                        day[kind] += 1
-                    waiting = []
-        for record in records if commits else ():
-            if record.type == _COMMIT:
-                sources[record.source] = sources.get(record.source, 0) + 1
-    learning["pending"] = len(state.pending)
-    learning["waiting_for_retry"] = sum(1 for p in state.pending.values() if p.attempts)
-    entries = [(section, kp) for section, kp in state.entries()]
 
-    def row(section: str, kp) -> dict:
-        return {"name": kp.name, "section": section, "text": kp.text, "helpful": kp.helpful, "harmful": kp.harmful}
+def stats(repo: PlaybookRepository, top: int = 5, strict: bool = False) -> tuple[Stats, UsageReport]:
+    """Counts over the whole log, the playbook at its end, and what learning's model calls used.
 
-    helpful = sorted((e for e in entries if e[1].helpful > 0), key=lambda e: (-e[1].helpful, e[1].harmful, e[1].name))
-    harmful = sorted((e for e in entries if e[1].harmful > 0), key=lambda e: (-e[1].harmful, e[1].helpful, e[1].name))
-    return Stats(
-        seq=state.seq, last_updated=state.last_updated,
+    One pass over the log: the store's fast fold, which checks the chain, shows the records it
+    applies to the counting (light views, commits and model calls whole). `strict`: the strict
+    reader's road (the verdicts are the same)."""
+    state, tally = PlaybookState(), _Tally()
+    LogReader(repo.log_path, strict=strict).fold(state, observe=tally.add, whole=(ModelCallRecorded,), seqs=True)
+    events = tally.events()
+    learning = {**tally.learning, "pending": len(state.pending),
+                "waiting_for_retry": sum(1 for p in state.pending.values() if p.attempts)}
+    result = Stats(
+        seq=state.seq, last_updated=state.last_updated, entries=len(state.where),
         sections={section: len(state.sections[section]) for section in SECTION_SLUGS},
-        entries=len(entries), transactions=transactions,
-        sources=dict(sorted(sources.items())),
-        events={tag: events[tag] for tag in sorted(events, key=lambda t: (TAGS.index(t) if t in TAGS else len(TAGS), t))},
-        most_helpful=[row(*e) for e in helpful[:top]], most_harmful=[row(*e) for e in harmful[:top]],
-        learning=learning, per_day=dict(sorted(per_day.items())),
+        transactions=sum(tally.sources.values()), sources=dict(sorted(tally.sources.items())),
+        events=events, learning=learning, per_day=dict(sorted(tally.per_day.items())),
+        most_helpful=_top(state, top, lambda kp: (-kp.helpful, kp.harmful, kp.name)),
+        most_harmful=_top(state, top, lambda kp: (-kp.harmful, kp.helpful, kp.name)),
     )
+    return result, usage_report(tally.calls)

@@ -242,18 +242,14 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
     from .lean import usage_lines, usage_rows
 
-    from eventlog.store import LogReader
-    from projections.usage import usage_report
-
     from . import cost_report
 
     repo = repository(project_dir(args))
-    result = stats(repo)
+    result, spent = stats(repo)
     state = repo.current()[0]
     from .backend import describe, model_config
 
     result.backend = describe(model_config())
-    spent = usage_report(LogReader(repo.log_path))
     if args.json:
         import msgspec
 

@@ -8,14 +8,14 @@ counts in `unpriced`, never a guessed cost.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
 from datetime import datetime, timezone
 from pathlib import Path
 
 import msgspec
 
-from eventlog.events import LearningDeferred, ModelCallRecorded
-from eventlog.store import Transaction
+from eventlog.events import LearningDeferred, ModelCallRecorded, TransactionCommitted
 
 from .prices import PRICES_AS_OF, cost_of, total_tokens
 from .repository import PlaybookRepository
@@ -70,21 +70,16 @@ class UsageReport(msgspec.Struct):
     per_model: dict[str, Totals]
 
 
-def calls_of(transaction: Transaction) -> list[ModelCallRecorded]:
-    return [event for event in transaction.events if isinstance(event, ModelCallRecorded)]
-
-
-def usage_report(transactions: Iterable[Transaction]) -> UsageReport:
-    """Usage per cycle (oldest first), per UTC day and per model, over `transactions`."""
+def usage_report(transactions: Iterable[tuple[Sequence[Any], TransactionCommitted]]) -> UsageReport:
+    """Usage per cycle (oldest first), per UTC day and per model, over `transactions` (events and commit)."""
     total = Totals()
     cycles: list[Cycle] = []
     per_day: dict[str, Totals] = {}
     per_model: dict[str, Totals] = {}
-    for transaction in transactions:
-        calls = calls_of(transaction)
+    for events, commit in transactions:
+        calls = [event for event in events if isinstance(event, ModelCallRecorded)]
         if not calls:
             continue
-        commit = transaction.commit
         cycle = Cycle(tx=commit.tx, at=commit.at, source=commit.source, session=commit.session,
                       models=list(dict.fromkeys(call.model for call in calls)), totals=Totals())
         day = per_day.setdefault(commit.at[:10], Totals())

@@ -6,19 +6,18 @@ Reports the exact file, line and byte of any damage; never changes a file.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
 from eventlog.domain import PlaybookState
 from eventlog.errors import CorruptLogError
-from eventlog.logformat import COMMIT, NEWLINE_COMMIT
+from eventlog.events import TransactionCommitted
 from eventlog.store import LogReader, Position, fold_log
 
 from .repository import PlaybookRepository
 from .snapshot import claimed_position, may_lag, read_snapshot, render
 
-
-_CHUNK = 4 << 20
 
 
 class Problem(msgspec.Struct, frozen=True):
@@ -56,13 +55,14 @@ def verify(repo: PlaybookRepository, strict: bool = False) -> Report:
     folded = PlaybookState()
     state: PlaybookState | None = folded
     reader = LogReader(path, strict=strict)
+    count = _Commits()
     try:
-        reader.fold(folded)
+        reader.fold(folded, observe=count.add, seqs=True)
     except CorruptLogError as exc:
         report.problems.append(Problem(str(exc.path), exc.line, exc.offset, exc.reason))
         state = None
     position = reader.position
-    report.transactions = _commits_before(path, position.offset)
+    report.transactions = count.commits
     report.events = position.line - report.transactions
     report.seq = position.seq
     if reader.torn is not None and reader.torn.damage is not None:
@@ -83,24 +83,14 @@ def verify(repo: PlaybookRepository, strict: bool = False) -> Report:
     return report
 
 
-def _commits_before(path: Path, end: int) -> int:
-    """How many commit lines begin before byte `end` of the log (a byte count, in chunks)."""
-    count, carry, done = 0, b"", 0
-    if end <= 0:
-        return 0
-    with open(path, "rb") as handle:
-        first = handle.read(len(COMMIT))
-        count += first == COMMIT and end > 0
-        handle.seek(0)
-        while done < end:
-            block = handle.read(min(_CHUNK, end - done))
-            if not block:
-                break
-            data = carry + block
-            count += data.count(NEWLINE_COMMIT)
-            carry = data[-(len(NEWLINE_COMMIT) - 1):]
-            done += len(block)
-    return count
+class _Commits:
+    """Counts the transactions a fold applies, from the records it shows."""
+
+    def __init__(self) -> None:
+        self.commits = 0
+
+    def add(self, records: list[Any]) -> None:
+        self.commits += list(map(type, records)).count(TransactionCommitted)
 
 
 def _check_snapshot(repo: PlaybookRepository, state: PlaybookState, position: Position, report: Report) -> None:
