@@ -100,32 +100,37 @@ def plan(state: PlaybookState, budget: int) -> Injection:
     if state.disabled:  # `playbook disable`: the session is given nothing, and nothing is recalled
         return Injection("", [], [], budget, 0)
     usage = state.usage
-    entries = state.entries()
-    # The whole playbook is rendered only when it may fit: its texts alone, at a token per 4 characters at
-    # least, already exceed a budget they are over 4 times as long as.
-    if budget <= 0 or sum(len(kp.text) for _section, kp in entries) <= 4 * budget:
-        full = _render(state, set(state.where))
-        if budget <= 0 or estimate_tokens(full) <= budget:
-            names = [kp.name for _section, kp in entries]
-            return Injection(full, names, [], budget, estimate_tokens(full))
     # Ranking: preferences first, stale last, then track record; the position inside its section breaks
     # ties, so equal records are taken from every section in turn rather than one section's tail.
     ranked: list[tuple[int, int, int, int, int, KeyPoint]] = []
+    add = ranked.append
+    chars = 0
     for section_index, (section, section_entries) in enumerate(state.sections.items()):
+        tier = 0 if section == PREFERENCES else 1
         for position, kp in enumerate(section_entries.values()):
-            used = usage.get(kp.name)
-            stale = used is not None and used.stale
-            tier = 2 if stale else 0 if section == PREFERENCES else 1
-            recency = used.last_used if used is not None else 0
-            ranked.append((tier, -score(kp, used), -recency, position, section_index, kp))
+            chars += len(kp.text)
+            used = usage.get(kp.name)  # below, `-score(kp, used)` and `-recency` worked out inline: once per entry
+            if used is None:
+                add((tier, kp.harmful - kp.helpful, 0, position, section_index, kp))
+            else:
+                add((2 if used.stale else tier, kp.harmful - kp.helpful - used.cited, -used.last_used, position,
+                     section_index, kp))
+    # The whole playbook is rendered only when it may fit: its texts alone, at a token per 4 characters at
+    # least, already exceed a budget they are over 4 times as long as.
+    if budget <= 0 or chars <= 4 * budget:
+        full = _render(state, set(state.where))
+        if budget <= 0 or estimate_tokens(full) <= budget:
+            names = [kp.name for _section, kp in state.entries()]
+            return Injection(full, names, [], budget, estimate_tokens(full))
     ranked.sort()  # the first five fields are never all equal (position and section_index): no KeyPoint is compared
     frame = estimate_tokens(load_template("playbook.txt").format(key_points=""))
     frame += sum(estimate_tokens(f"## {section}\n\n") for section in SECTION_SLUGS)
-    frame += estimate_tokens(left_out_line(len(entries), budget))
+    frame += estimate_tokens(left_out_line(len(ranked), budget))
     room = budget - frame
-    chosen: set[str] = set()
+    picked: list[tuple[int, int, KeyPoint]] = []
     blocked, current = False, 0
-    for tier, *_key, kp in ranked:
+    for item in ranked:
+        tier, kp = item[0], item[5]
         if tier != current:
             if blocked:  # a tier is entered only when every key point of the tiers before it fitted
                 break
@@ -135,15 +140,20 @@ def plan(state: PlaybookState, budget: int) -> Injection:
             continue
         cost = estimate_tokens(_line(kp))
         if cost <= room:
-            chosen.add(kp.name)
+            picked.append((item[4], item[3], kp))
             room -= cost
         else:
             blocked = True
-    left_out = [kp.name for _section, kp in entries if kp.name not in chosen]
-    text = _render(state, chosen)
+    picked.sort(key=lambda found: found[:2])  # playbook order: section, then position in it
+    chosen = {kp.name for _s, _p, kp in picked}
+    left_out = [name for section_entries in state.sections.values() for name in section_entries if name not in chosen]
+    sections = list(state.sections)
+    kept: dict[str, list[tuple[str, str, int, int]]] = {}
+    for section_index, _position, kp in picked:
+        kept.setdefault(sections[section_index], []).append((kp.name, kp.text, kp.helpful, kp.harmful))
+    text = format_sections(kept)
     text = (text.rstrip("\n") + "\n\n" if text else "") + left_out_line(len(left_out), budget) + "\n"
-    return Injection(text, [kp.name for _section, kp in entries if kp.name in chosen], left_out, budget,
-                     estimate_tokens(text))
+    return Injection(text, [kp.name for _s, _p, kp in picked], left_out, budget, estimate_tokens(text))
 
 
 def _render(state: PlaybookState, names: set[str]) -> str:

@@ -210,11 +210,14 @@ def state_of(snapshot: SnapshotFile) -> tuple[PlaybookState, Position]:
                           usage={name: Usage(u.injected, u.cited, u.last_used, u.stale)
                                  for name, u in snapshot.log.usage.items()},
                           disabled=snapshot.log.disabled, proposals=dict(snapshot.log.proposals or {}))
+    where = state.where
     for section in SECTION_SLUGS:
         entries = state.sections[section]
-        for entry in snapshot.sections.get(section, []):
-            entries[entry.name] = KeyPoint(entry.name, entry.text, entry.helpful, entry.harmful)
-            state.where[entry.name] = section
+        found = snapshot.sections.get(section)
+        if not found:
+            continue
+        entries.update({entry.name: KeyPoint(entry.name, entry.text, entry.helpful, entry.harmful) for entry in found})
+        where.update(dict.fromkeys(entries, section))
     log = snapshot.log
     return state, Position(offset=log.offset, seq=log.seq, hash=log.hash, line=log.line)
 
