@@ -115,6 +115,19 @@ def test_anything_but_a_current_snapshot_goes_to_the_full_command(tmp_path):
     assert quick_show.current_snapshot(project) is not None
 
 
+def test_a_snapshot_lagging_behind_the_log_goes_to_the_full_command(tmp_path, monkeypatch):
+    from projections import snapshot
+
+    repo = seed(tmp_path)
+    monkeypatch.setattr(snapshot, "LAG_FROM_BYTES", 1)  # as a large playbook.json does
+    monkeypatch.setattr(snapshot, "LAG_SHARE", 1)
+    before = repo.snapshot_path.read_bytes()
+    repo.append([ApplyOperations([{"type": "ADD", "text": "only in the tail"}])], Cause(source="test"))
+    assert repo.snapshot_path.read_bytes() == before
+    assert quick_show.current_snapshot(str(tmp_path)) is None
+    assert "only in the tail" in full_show(tmp_path)
+
+
 def test_a_claude_directory_leading_out_of_the_project_is_never_read(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     seed(elsewhere)

@@ -313,20 +313,21 @@ def test_rebuild_takes_in_a_hand_edit_instead_of_overwriting_it(project, repo):
     assert list(repo.claude_dir.glob("playbook.json.unreadable-*"))
 
 
-def _large(repo: PlaybookRepository) -> None:
-    """A playbook whose snapshot is past the size from which it may lag behind the log."""
-    from projections.snapshot import LAG_FROM_BYTES
+def _large(repo: PlaybookRepository, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A playbook whose snapshot is past the size from which it may lag behind the log (made smaller here)."""
+    from projections import snapshot
 
+    monkeypatch.setattr(snapshot, "LAG_FROM_BYTES", 32 << 10)
     count = 0
-    while not repo.snapshot_path.exists() or repo.snapshot_path.stat().st_size < LAG_FROM_BYTES:
-        repo.append(ops(*({"type": "ADD", "text": f"key point {count + i} " + "x" * 200} for i in range(200))), CAUSE)
-        count += 200
+    while not repo.snapshot_path.exists() or repo.snapshot_path.stat().st_size < snapshot.LAG_FROM_BYTES:
+        repo.append(ops(*({"type": "ADD", "text": f"key point {count + i} " + "x" * 200} for i in range(40))), CAUSE)
+        count += 40
 
 
-def test_a_large_snapshot_lags_a_short_tail_that_every_reader_folds(project, repo):
+def test_a_large_snapshot_lags_a_short_tail_that_every_reader_folds(project, repo, monkeypatch):
     from projections.verify import verify
 
-    _large(repo)
+    _large(repo, monkeypatch)
     before = repo.snapshot_path.read_bytes()
     committed = repo.append(ops({"type": "ADD", "text": "after the snapshot"}), CAUSE)
     assert committed is not None
@@ -341,8 +342,8 @@ def test_a_large_snapshot_lags_a_short_tail_that_every_reader_folds(project, rep
     assert repo.injection_path.read_bytes().startswith(b"%d " % committed.position.offset)
 
 
-def test_a_large_snapshot_is_rewritten_once_the_tail_after_it_is_long(project, repo):
-    _large(repo)
+def test_a_large_snapshot_is_rewritten_once_the_tail_after_it_is_long(project, repo, monkeypatch):
+    _large(repo, monkeypatch)
     size = repo.snapshot_path.stat().st_size
     before = repo.snapshot_path.read_bytes()
     appended = 0
@@ -350,13 +351,13 @@ def test_a_large_snapshot_is_rewritten_once_the_tail_after_it_is_long(project, r
         committed = repo.append(ops({"type": "ADD", "text": f"tail {appended} " + "y" * 300}), CAUSE)
         assert committed is not None
         appended += 1
-        assert appended * 400 < size  # rewritten long before the tail is the snapshot's size
+        assert appended * 100 < size  # rewritten long before the tail is the snapshot's size
     state, position = fold_log(repo.log_path, PlaybookState())[:2]
     assert repo.snapshot_path.read_bytes() == render(state, position) and repo.is_fresh()
 
 
-def test_a_hand_edit_of_a_lagging_snapshot_keeps_the_tail_after_it(project, repo):
-    _large(repo)
+def test_a_hand_edit_of_a_lagging_snapshot_keeps_the_tail_after_it(project, repo, monkeypatch):
+    _large(repo, monkeypatch)
     repo.append(ops({"type": "ADD", "text": "in the tail only"}), CAUSE)
     data = json.loads(repo.snapshot_path.read_text())
     assert data["log"]["offset"] < repo.store.size()
