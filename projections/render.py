@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from functools import cache
-from importlib import resources
 from typing import Any
 
 from eventlog.domain import SECTION_SLUGS, PlaybookState
@@ -12,6 +11,8 @@ from eventlog.domain import SECTION_SLUGS, PlaybookState
 @cache
 def load_template(name: str) -> str:
     """The prompt template `name` (e.g. "playbook.txt") shipped in the `prompts` package."""
+    from importlib import resources  # here: it costs every hook a few milliseconds, and most never need a template
+
     return resources.files("prompts").joinpath(name).read_text(encoding="utf-8")
 
 
