@@ -26,7 +26,7 @@ order) of `[name, text, helpful, harmful]` with literal strings.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -222,17 +222,20 @@ class _Builder:
         self.sessions: dict[str, None] = {}
         self.total_tx = self.total_events = 0
         self.totals = [0, 0]  # the sums of helpful and of harmful over the playbook, kept as it changes
-        self.ops: list[list[Any]] = []  # the open transaction's ops, its section mask, whether it completed learning
+        self.ops: list[Sequence[Any]] = []  # the open transaction's ops, its section mask, whether it completed learning
         self.mask = 0
         self.learned = False
         self.calls: list[ModelCallRecorded] = []  # the open transaction's model calls, counted at its commit
         self.rated: dict[str, Any] = {}  # ratings not yet applied: each entry's last (see _settle)
+        self.known: dict[str, tuple[int, int]] = {}
+        """Per name rated in the current chunk: its index in the chunk's strings, and the bit of its section
+        (0: not in the playbook). Emptied when the chunk ends or another event may move an entry."""
 
     def add(self, records: list[Any]) -> None:
         """Whole transactions, their records in log order: each event's op taken and the event applied (a
         rating by `_settle`), each commit closing its transaction (and the chunk, when it is full)."""
         current = self.current
-        index, strings = current.index, current.strings
+        index, strings, known = current.index, current.strings, self.known
         where, rated = self.state.where, self.rated
         ops, mask = self.ops, self.mask
         append = ops.append
@@ -241,9 +244,13 @@ class _Builder:
             kind = type(record)
             if kind is evaluated_view or kind is evaluated:  # most of any log: its op inlined
                 name, rating, rationale = record.name, record.rating, record.rationale
-                if (n := index.get(name)) is None:
-                    n = index[name] = len(strings)
-                    strings.append(name)
+                if (entry := known.get(name)) is None:
+                    if (n := index.get(name)) is None:
+                        n = index[name] = len(strings)
+                        strings.append(name)
+                    section = where.get(name)
+                    entry = known[name] = (n, 0 if section is None else SECTION_BIT[section])
+                n, bit = entry
                 if (r := index.get(rating)) is None:
                     r = index[rating] = len(strings)
                     strings.append(rating)
@@ -251,9 +258,9 @@ class _Builder:
                 if rationale is not None and (why := index.get(rationale)) is None:
                     why = index[rationale] = len(strings)
                     strings.append(rationale)
-                append(["e", n, r, record.helpful, record.harmful, why])
-                if (section := where.get(name)) is not None:  # the fold applies it (see _settle)
-                    mask |= SECTION_BIT[section]
+                append(("e", n, r, record.helpful, record.harmful, why))
+                if bit:  # an entry of the playbook: the fold applies it (see _settle)
+                    mask |= bit
                     rated[name] = record
             elif kind is TransactionCommitted:
                 self.ops, self.mask = ops, mask
@@ -292,6 +299,7 @@ class _Builder:
         """The op of an event other than a rating, taken before it is applied; the sections it touches."""
         current = self.current
         self._settle()
+        self.known.clear()
         if isinstance(event, UnknownRecord):  # a newer version's record: shown, never applied
             self.ops.append(["x", current.s(label(event.type)), None, None])
             return 0
@@ -335,6 +343,7 @@ class _Builder:
         self.ops, self.mask, self.learned = [], 0, False
         if current.events >= max(self.chunk_events, 2 * len(self.state.where)):  # the state the next one starts from
             self._settle()
+            self.known.clear()
             self.encoded.append(current.encode())
             self.infos.append(current.info())
             self.current = _Chunk(len(self.infos), self.total_tx, keyframe(self.state))
