@@ -144,7 +144,7 @@ class _Chunk:
         self.frame = frame
         self.strings: list[str] = []
         self.index: dict[str, int] = {}
-        self.transactions: list[list[Any]] = []
+        self.transactions: list[tuple[Any, ...]] = []
         self.events = 0
         self.time_from = ""
         self.time_to = ""
@@ -314,31 +314,32 @@ class _Builder:
 
     def _commit(self, commit: TransactionCommitted) -> None:
         """Close the open transaction; open the next chunk when this one is full."""
-        current, ops = self.current, self.ops
+        current, ops, summary = self.current, self.ops, self.summary
         s = current.s
+        seq, at, session, total = commit.seq, commit.at, commit.session, self.total_tx
         cause = cause_of(commit, self.learned)
         if self.calls:
             for call in self.calls:
-                self._count_usage(call, commit.at)
+                self._count_usage(call, at)
             self.calls = []
         self.causes[cause] += 1
-        if commit.session:
-            self.sessions.pop(commit.session, None)
-            self.sessions[commit.session] = None
+        if session:
+            sessions = self.sessions
+            sessions.pop(session, None)
+            sessions[session] = None
         events = len(ops)
-        first_seq = commit.seq - events if events else commit.seq  # seqs run on without a gap
-        current.transactions.append([
-            commit.seq, commit.at, commit.tx, s(commit.source), cause, s(commit.session), s(commit.model),
-            s(commit.analysis), s(commit.reasoning), s(commit.note), self.mask, ops, first_seq,
-        ])
+        first_seq = seq - events if events else seq  # seqs run on without a gap
+        current.transactions.append((seq, at, commit.tx, s(commit.source), cause, s(session), s(commit.model),
+                                     s(commit.analysis), s(commit.reasoning), s(commit.note), self.mask, ops,
+                                     first_seq))
         if not current.time_from:
-            current.time_from, current.seq_from = commit.at, first_seq
-        current.time_to, current.seq_to = commit.at, commit.seq
+            current.time_from, current.seq_from = at, first_seq
+        current.time_to, current.seq_to = at, seq
         current.events += events
-        if self.summary.due(self.total_tx):
+        if summary.due(total):
             self._settle()
-        self.summary.after(self.total_tx, commit.at, self.state, self.totals)
-        self.total_tx += 1
+        summary.after(total, at, self.state, self.totals)
+        self.total_tx = total + 1
         self.total_events += events
         self.ops, self.mask, self.learned = [], 0, False
         if current.events >= max(self.chunk_events, 2 * len(self.state.where)):  # the state the next one starts from
