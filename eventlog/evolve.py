@@ -39,7 +39,7 @@ _VIEW_OF: dict[type, type] = {kind: record_view(kind, fields) for kind, fields i
 FOLD_VIEWS: Any = Union[tuple(_VIEW_OF.values())]
 """Every record type as the fold reads it: decode with `msgspec.json.Decoder(FOLD_VIEWS)`."""
 _SEQ_VIEW_OF: dict[type, type] = {
-    kind: record_view(kind, fields if "seq" in fields else (*fields, "seq")) for kind, fields in _READS.items()
+    kind: _VIEW_OF[kind] if "seq" in fields else record_view(kind, (*fields, "seq")) for kind, fields in _READS.items()
 }
 """The same views with every line's `seq`, for a reader that checks each one (see `fold_views_with`)."""
 
@@ -52,11 +52,10 @@ CommitView = _VIEW_OF[TransactionCommitted]
 
 
 def fold_views_with(whole: tuple[type, ...]) -> Any:
-    """`FOLD_VIEWS` with every line's `seq`, and commits and the record types in `whole` decoded as the
-    records themselves: for a reader that checks every seq or looks at what it folds (`apply_records`
-    takes these views too)."""
-    kept = {TransactionCommitted, *whole}
-    return Union[tuple(kind if kind in kept else _SEQ_VIEW_OF[kind] for kind in _READS)]
+    """`FOLD_VIEWS` with every line's `seq`, and the record types in `whole` (commits among them, or not)
+    decoded as the records themselves: for a reader that checks every seq or looks at what it folds
+    (`apply_records` takes these views too)."""
+    return Union[tuple(kind if kind in whole else _SEQ_VIEW_OF[kind] for kind in _READS)]
 
 
 def apply_records(state: PlaybookState, records: list[Any]) -> None:

@@ -138,7 +138,8 @@ class LogReader:
         reads to the end (then `torn` is set as by iteration) and returns False. Same checks
         as iteration; nothing of a chunk is applied before the chunk is checked.
         `observe`, when given, sees the records of what was applied, in the same pass: the
-        fold's light views, but commits and the types in `whole` as the records themselves.
+        fold's light views (`CommitView` for a commit), but the types in `whole` as the records
+        themselves.
         `seqs`: every line's seq is checked too, so that a log rewritten with a recomputed chain
         gets the strict reader's verdict (the fast road alone vouches for the chain and each
         chunk's last commit; a whole-log check pays a little more for this).
@@ -147,8 +148,8 @@ class LogReader:
             handle = open(self.path, "rb", buffering=0)
         except (FileNotFoundError, NotADirectoryError):
             return False
-        decoder, commit_type = (fold_decoder, CommitView) if observe is None and not seqs else (
-            _observing_decoder(whole), TransactionCommitted)
+        decoder = fold_decoder if observe is None and not seqs else _observing_decoder(whole)
+        commit_type = TransactionCommitted if TransactionCommitted in whole else CommitView
         with handle:
             while True:
                 resume = None

@@ -311,10 +311,11 @@ def stats(repo: PlaybookRepository, top: int = 5, strict: bool = False) -> tuple
     """Counts over the whole log, the playbook at its end, and what learning's model calls used.
 
     One pass over the log: the store's fast fold, which checks the chain, shows the records it
-    applies to the counting (light views, commits and model calls whole). `strict`: the strict
+    applies to the counting (light views; commits and model calls whole). `strict`: the strict
     reader's road (the verdicts are the same)."""
     state, tally = PlaybookState(), _Tally()
-    LogReader(repo.log_path, strict=strict).fold(state, observe=tally.add, whole=(ModelCallRecorded,), seqs=True)
+    reader = LogReader(repo.log_path, strict=strict)
+    reader.fold(state, observe=tally.add, whole=(ModelCallRecorded, TransactionCommitted), seqs=True)
     events = tally.events()
     learning = {**tally.learning, "pending": len(state.pending),
                 "waiting_for_retry": sum(1 for p in state.pending.values() if p.attempts)}
