@@ -186,7 +186,7 @@ def fold_and_append(report: Report, mode: dict[str, Any], tmpdir: str | None) ->
                        f"{_ms(scale['p50_small'])} / {_ms(scale['p50_large'])} "
                        f"(p99 {_ms(scale['p99_small'])} / {_ms(scale['p99_large'])})", "context")
             report.row(f"append p50 at {scale['large']:,} vs {scale['small']} key points",
-                       f"{scale['ratio']:.2f}x (mean {scale['mean_ratio']:.2f}x)",
+                       f"{scale['ratio']:.2f}x (mean {scale['mean_ratio']:.2f}x; CPU time {scale['cpu_ratio']:.2f}x)",
                        f"<= {bench.APPEND_SCALE_RATIO:g}x", scale["ratio"] <= bench.APPEND_SCALE_RATIO)
 
 

@@ -597,15 +597,19 @@ def bench_append_scale(table: Table, root: Path, appends: int, small: int = 50, 
     for size in projects:
         reset(size)
     times: dict[int, list[float]] = {small: [], large: []}
+    cpu: dict[int, list[float]] = {small: [], large: []}
     for index in range(appends):
         for size in (small, large):  # interleaved: the machine's noise hits both alike
+            started = time.process_time()
             times[size].append(_append_10_adds(projects[size][0], f"r{index}"))
+            cpu[size].append(time.process_time() - started)
         if (index + 1) % run == 0:
             for size in projects:
                 reset(size)
     p50 = {size: _percentile(values, 50) for size, values in times.items()}
     mean = {size: statistics.fmean(values) for size, values in times.items()}
     ratio = p50[large] / p50[small]
+    cpu_ratio = _percentile(cpu[large], 50) / _percentile(cpu[small], 50)
     table.section(f"append of 10 ADD operations at {large:,} vs {small} key points "
                   f"({appends} each, interleaved, {run} in a row between resets)")
     table.row(f"append p50 at {small} / {large:,} key points", f"{_ms(p50[small])} / {_ms(p50[large])}",
@@ -613,8 +617,9 @@ def bench_append_scale(table: Table, root: Path, appends: int, small: int = 50, 
               f"fsyncs {fsyncs[small]} / {fsyncs[large]}")
     table.row(f"append p50 at {large:,} vs {small} key points", f"{ratio:.2f}x",
               f"target <= {APPEND_SCALE_RATIO:g}x: {'met' if ratio <= APPEND_SCALE_RATIO else 'NOT met'}; "
-              f"mean {mean[large] / mean[small]:.2f}x")
-    return {"small": small, "large": large, "p50_small": p50[small], "p50_large": p50[large], "ratio": ratio,
+              f"mean {mean[large] / mean[small]:.2f}x; CPU time p50 {_ms(_percentile(cpu[small], 50))} / "
+              f"{_ms(_percentile(cpu[large], 50))}, {cpu_ratio:.2f}x")
+    return {"cpu_ratio": cpu_ratio, "small": small, "large": large, "p50_small": p50[small], "p50_large": p50[large], "ratio": ratio,
             "mean_ratio": mean[large] / mean[small], "p99_small": _percentile(times[small], 99),
             "p99_large": _percentile(times[large], 99), "fsyncs_small": fsyncs[small],
             "fsyncs_large": fsyncs[large], "appends": appends}
