@@ -12,20 +12,7 @@ from pathlib import Path
 
 from eventlog.errors import PlaybookError
 
-from .project import get_project_dir, repository
-
-
-def project_dir(args: argparse.Namespace) -> Path:
-    """The project a command works on; one given with `--project` must be an existing directory."""
-    project = getattr(args, "project", None)
-    if not project:
-        return get_project_dir()
-    path = Path(project)
-    if not path.is_dir():
-        # Reading on would show an empty playbook of a project that is not there, with exit 0.
-        what = "is not a directory" if path.exists() else "does not exist"
-        raise PlaybookError(f"project {project} {what}")
-    return path
+from .project import playbook_of, project_dir
 
 
 def _out(lines: list[str] | str) -> None:
@@ -67,7 +54,7 @@ def _style():
 def _timeline(args: argparse.Namespace):
     from projections.timeline import Timeline
 
-    return Timeline(repository(project_dir(args)))
+    return Timeline(playbook_of(args))
 
 
 # --- read commands ---------------------------------------------------------------------------------------
@@ -90,7 +77,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
         raise UsageError("--before goes with --at WHEN", value="--before")
     if when is None:
-        repo = repository(project_dir(args))
+        repo = playbook_of(args)
         state = repo.state()  # a legacy or hand-edited playbook.json first, as the hooks do; said by cli.main
         point = PointState(state=state, seq=state.seq, commit=_timeline(args).last_commit())
     else:
@@ -109,7 +96,7 @@ def _show_injection(args: argparse.Namespace, what: str) -> int:
     from .audit import PointState
     from .lean import injected_context, left_out_state, unused_state
 
-    repo = repository(project_dir(args))
+    repo = playbook_of(args)
     if what == "injected":
         injection = injected_context(repo)
         if args.json:
@@ -183,7 +170,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     from . import report_changes as changes
 
-    repo = repository(project_dir(args))
+    repo = playbook_of(args)
     result = verify(repo)
     if only_behind(result):
         # A writer killed between its append and the snapshot's replacement: the log is whole, so catch
@@ -212,7 +199,7 @@ def cmd_anchor(args: argparse.Namespace) -> int:
     from eventlog.errors import CorruptLogError
     from projections.anchors import AnchoredLogDiffers, AnchorFileError, anchors_path, record
 
-    repo = repository(project_dir(args))
+    repo = playbook_of(args)
     path = anchors_path(repo.claude_dir)
     if not repo.store.exists():
         raise PlaybookError("no log yet: nothing to anchor")
@@ -244,7 +231,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
     from . import cost_report
 
-    repo = repository(project_dir(args))
+    repo = playbook_of(args)
     result, spent = stats(repo)
     state = repo.current()[0]
     from .backend import describe, model_config
@@ -265,7 +252,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 def cmd_timeline(args: argparse.Namespace) -> int:
     from .page import write_page
 
-    repo = repository(project_dir(args))
+    repo = playbook_of(args)
     target = Path(args.html)
     if target.is_dir():
         raise PlaybookError(f"{args.html} is a directory: give the page's file name")
@@ -294,7 +281,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from .serve import make_server
 
     try:
-        server = make_server(repository(project_dir(args)), args.port)
+        server = make_server(playbook_of(args), args.port)
     except OSError as exc:
         raise PlaybookError(f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}") from exc
     port = server.server_address[1]
@@ -321,7 +308,7 @@ def cmd_revert(args: argparse.Namespace) -> int:
     from .audit import revert
 
     try:
-        result = revert(repository(project_dir(args)), args.target, force=args.force, dry_run=args.dry_run)
+        result = revert(playbook_of(args), args.target, force=args.force, dry_run=args.dry_run)
     except RevertConflict as exc:
         if args.json:
             _out_json({"transactions": None, "dry_run": args.dry_run, "applied": False, "tx": None,
@@ -353,7 +340,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         from .audit import UsageError
 
         raise UsageError("--threshold is a similarity between 0 and 1")
-    repo = repository(project_dir(args))
+    repo = playbook_of(args)
     state = repo.state()
     using = similarity.method()
     chosen = similarity.THRESHOLDS[using] if threshold is None else threshold
@@ -384,7 +371,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     from . import report_changes as changes
     from .audit import import_file
 
-    result = import_file(repository(project_dir(args)), args.file)
+    result = import_file(playbook_of(args), args.file)
     if args.json:
         _out_json(changes.import_json(result))
     else:
@@ -396,7 +383,7 @@ def cmd_recover(args: argparse.Namespace) -> int:
     from . import report_changes as changes
     from .recover import recover
 
-    result = recover(repository(project_dir(args)), args.file)
+    result = recover(playbook_of(args), args.file)
     if args.json:
         _out_json(changes.recover_json(result))
     else:
@@ -407,7 +394,7 @@ def cmd_recover(args: argparse.Namespace) -> int:
 def cmd_rebuild(args: argparse.Namespace) -> int:
     from projections.timeline import Timeline
 
-    repo = repository(project_dir(args))
+    repo = playbook_of(args)
     removed = Timeline(repo).clear_checkpoints()  # checkpoints and the commit index; rebuild writes new ones
     position = repo.rebuild()
     if args.json:

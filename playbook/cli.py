@@ -17,9 +17,10 @@ from eventlog.errors import PlaybookError
 
 from .audit_commands import cmd_at, cmd_dedup, cmd_diff, cmd_history, cmd_import, cmd_log, cmd_rebuild, cmd_recover
 from .audit_commands import _out_json, cmd_revert, cmd_serve, cmd_show, cmd_stats, cmd_timeline, cmd_verify
-from .audit_commands import cmd_anchor, project_dir
-from .project import collecting, repository
+from .audit_commands import cmd_anchor, playbook_of, project_dir
+from .project import collecting
 from .edit_commands import cmd_add, cmd_edit, cmd_rm, cmd_undo
+from .user_commands import SETTINGS_USER_HELP, USER_HELP, add_export, on_user_level, refused
 from .review_commands import cmd_review
 
 EPILOG = """\
@@ -65,12 +66,14 @@ def cmd_switch(args: argparse.Namespace) -> int:
     from .notice import update_notice
 
     enabled = args.command == "enable"
-    project = project_dir(args)
-    repo = repository(project)
+    user = getattr(args, "user", False)
+    repo = playbook_of(args)
+    project = repo.claude_dir if user else project_dir(args)
     committed = repo.append([SwitchPlaybook(enabled=enabled, reason=args.reason or "")],
                             Cause(source=f"cli:{args.command}", note=args.reason or None))
     state = committed.state if committed is not None else repo.state()
-    update_notice(project, state)
+    if not user:
+        update_notice(project, state)
     word = "enabled" if enabled else "disabled"
     if committed is None:
         print(f"the playbook is already {word} in {project}")
@@ -104,7 +107,7 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
 def cmd_install(args: argparse.Namespace) -> int:
     from .install import install, settings_path
 
-    path = settings_path(args.user, project_dir(args))
+    path = settings_path(getattr(args, "user", False), project_dir(args))
     events = install(path)
     print(f"installed the {', '.join(events)} hooks into {path}")
     return 0
@@ -113,7 +116,7 @@ def cmd_install(args: argparse.Namespace) -> int:
 def cmd_uninstall(args: argparse.Namespace) -> int:
     from .install import settings_path, uninstall
 
-    path = settings_path(args.user, project_dir(args))
+    path = settings_path(getattr(args, "user", False), project_dir(args))
     print(f"removed {uninstall(path)} playbook hook(s) from {path}")
     return 0
 
@@ -150,7 +153,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     from . import report
     from .merging import merge_file, summary
 
-    outcome = merge_file(repository(project_dir(args)), Path(args.other))
+    outcome = merge_file(playbook_of(args), Path(args.other))
     if args.json:
         _out_json({"brought": outcome.brought, "appended": outcome.appended, "unchanged": outcome.unchanged,
                    "renamed": outcome.renamed, "conflicts": outcome.conflicts, "reverted": outcome.reverted})
@@ -181,11 +184,12 @@ def _port(text: str) -> int:
     return int(text)
 
 
-def _common(json: bool) -> argparse.ArgumentParser:
+def _common(json: bool, user_help: str = USER_HELP) -> argparse.ArgumentParser:
     """Options every subcommand accepts after its name too (`playbook log --project X`)."""
     parent = argparse.ArgumentParser(add_help=False)
     parent.add_argument("--project", metavar="DIR", default=argparse.SUPPRESS,
                         help="project directory (default: $CLAUDE_PROJECT_DIR, else the current directory)")
+    parent.add_argument("--user", action="store_true", default=argparse.SUPPRESS, help=user_help)
     if json:
         parent.add_argument("--json", action="store_true", help="one JSON document on stdout")
         parent.add_argument("--full", action="store_true", default=argparse.SUPPRESS,
@@ -200,6 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--project", metavar="DIR", help="project directory (default: $CLAUDE_PROJECT_DIR, else "
                         "the current directory)")
+    parser.add_argument("--user", action="store_true", default=argparse.SUPPRESS, help=USER_HELP)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     reading, plain = [_common(json=True)], [_common(json=False)]
 
@@ -265,6 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
     undo.add_argument("--force", action="store_true",
                       help="revert even when later transactions changed the same entries (those stay as they are)")
 
+    add_export(add, plain)
     verify = add("verify", cmd_verify,
                  "check the log's hashes, sequence and transactions, and the snapshot; exit 1 on any problem")
     verify.add_argument("--anchor", action="store_true",
@@ -325,10 +331,10 @@ def build_parser() -> argparse.ArgumentParser:
     boot.add_argument("--since", metavar="WHEN", help="only sessions started from WHEN on (a time, or 30d, 2w ago)")
     boot.add_argument("--ignore-budget", action="store_true",
                       help="go on when today's token budget (playbook_daily_token_budget) is spent")
+    settings_level = [_common(json=False, user_help=SETTINGS_USER_HELP)]
     for name, run, text in (("install", cmd_install, "add the playbook hooks to Claude Code's settings"),
                             ("uninstall", cmd_uninstall, "remove the playbook hooks from Claude Code's settings")):
-        sub = add(name, run, text, parents=plain)
-        sub.add_argument("--user", action="store_true", help="~/.claude/settings.json instead of the project's")
+        add(name, run, text, parents=settings_level)
     add("share", cmd_share, "share the playbook through git: .gitattributes, .gitignore, the merge driver, git "
         "hooks", parents=plain)
     add("unshare", cmd_unshare, "undo playbook share", parents=plain)
@@ -377,7 +383,9 @@ def main(argv: list[str] | None = None) -> int:
     from . import terminal
 
     terminal.full = getattr(args, "full", False)
-    if args.command not in _NO_REGISTRATION:
+    if refused(args):
+        return 2
+    if args.command not in _NO_REGISTRATION and not on_user_level(args):
         from .share import ensure_registered
 
         try:

@@ -9,8 +9,7 @@ import argparse
 
 from eventlog.store import Committed
 
-from .audit_commands import _out, _out_json, _style, cmd_revert, project_dir
-from .project import repository
+from .audit_commands import _out, _out_json, _style, cmd_revert, playbook_of
 
 
 def _report(args: argparse.Namespace, committed: Committed, verb: str) -> int:
@@ -32,19 +31,19 @@ def _report(args: argparse.Namespace, committed: Committed, verb: str) -> int:
 def cmd_add(args: argparse.Namespace) -> int:
     from .edits import add
 
-    return _report(args, add(repository(project_dir(args)), args.text, args.section), "added")
+    return _report(args, add(playbook_of(args), args.text, args.section), "added")
 
 
 def cmd_edit(args: argparse.Namespace) -> int:
     from .edits import edit
 
-    return _report(args, edit(repository(project_dir(args)), args.id, args.text), "edited")
+    return _report(args, edit(playbook_of(args), args.id, args.text), "edited")
 
 
 def cmd_rm(args: argparse.Namespace) -> int:
     from .edits import remove
 
-    return _report(args, remove(repository(project_dir(args)), args.id, args.reason), "removed")
+    return _report(args, remove(playbook_of(args), args.id, args.reason), "removed")
 
 
 def cmd_undo(args: argparse.Namespace) -> int:
@@ -52,7 +51,7 @@ def cmd_undo(args: argparse.Namespace) -> int:
     from .edits import last_learning
     from .safe_text import clean
 
-    last = last_learning(repository(project_dir(args)))
+    last = last_learning(playbook_of(args))
     if last is None:
         if args.json:
             _out_json({"transactions": [], "dry_run": args.dry_run, "applied": False, "tx": None, "events": [],
@@ -68,3 +67,4 @@ def cmd_undo(args: argparse.Namespace) -> int:
     if code == 0 and args.dry_run and not args.json:
         _out(f"to undo it: playbook revert {clean(last.tx)}")
     return code
+

@@ -13,12 +13,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from eventlog.domain import PlaybookState
 from eventlog.errors import PlaybookError
 
 from projections.injection import injection_budget, output_of, plan
 from projections.snapshot import read_snapshot, state_of
 
-from .project import claude_dir, collecting, repository
+from .project import claude_dir, collecting, repository, user_repository
 from .safe_text import clean
 from .settings import load_settings, never_learn_match
 
@@ -49,17 +50,27 @@ def _report(opened: list, injected: bool = False) -> None:
 
 
 def session_start_output(project: Path | str) -> bytes:
-    """The SessionStart hook's output for `project`, bringing the projection up to date first."""
+    """The SessionStart hook's output for `project`, bringing the projection up to date first; in a project
+    with no playbook, the user-level playbook's alone (and nothing is written in the project)."""
     from .notice import update_notice
 
     repo = repository(Path(project))
-    state = repo.refresh()
-    update_notice(Path(project), state)
+    if not repo.log_path.exists() and not repo.snapshot_path.exists():
+        repo = user_repository()
+        if not repo.log_path.exists() and not repo.snapshot_path.exists():
+            return b""
+        repo.refresh()
+    else:
+        state = repo.refresh()
+        update_notice(Path(project), state)
     if repo.diverged is not None:
         # playbook.json holds what the log does not: the session gets that playbook, and it stays as it is.
         found = read_snapshot(repo.snapshot_path)
         if found is not None and found.snapshot is not None:
-            return output_of(plan(state_of(found.snapshot)[0], injection_budget(Path(project))))
+            held = state_of(found.snapshot)[0]
+            if repo.user_level:
+                return output_of(plan(PlaybookState(), injection_budget(Path(project)), held))
+            return output_of(plan(held, injection_budget(Path(project)), repo.user_playbook()[0]))
     try:
         data = repo.injection_path.read_bytes()
     except OSError:

@@ -43,25 +43,58 @@ def claude_outside(project: str) -> "str | None":
     return None if target == base or target.startswith(os.path.join(base, "")) else target
 
 
-def _fast(claude_dir: str) -> "bytes | None":  # a string: the plugin runs this under any Python 3
-    """The hook output if the projection is current, else None."""
-    if claude_outside(os.path.dirname(claude_dir)) is not None:
+def user_dir() -> str:
+    """`playbook.project.user_dir`, with the standard library alone: the two must agree."""
+    configured = os.environ.get("PLAYBOOK_USER_DIR")
+    if configured:
+        return configured
+    config = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+    return os.path.join(config, "playbook")
+
+
+def user_mark(claude_dir: str) -> str:
+    """`projections.injection.user_mark` of the user-level playbook injected with `claude_dir`'s: the two
+    must agree. "-" when there is none (or it is the project's own directory)."""
+    directory = user_dir()
+    try:
+        if os.path.realpath(directory) == os.path.realpath(claude_dir):
+            return "-"
+        size = os.stat(os.path.join(directory, "playbook.events.jsonl")).st_size
+    except (OSError, ValueError):
+        return "-"
+    try:
+        mtime = os.stat(os.path.join(directory, "playbook.json")).st_mtime_ns
+    except (OSError, ValueError):
+        mtime = 0
+    return "%d:%d" % (size, mtime)
+
+
+def _fast(claude_dir: str, user_level: bool = False) -> "bytes | None":  # a string: any Python 3 runs this
+    """The hook output if the projection is current, else None.
+
+    A project's `.claude` that leads out of the project is never read. The user-level directory lives
+    outside every project by design: there no link is followed, out of it or anywhere else."""
+    if not user_level and claude_outside(os.path.dirname(claude_dir)) is not None:
         return None
+    flags = os.O_RDONLY | os.O_NONBLOCK | (os.O_NOFOLLOW if user_level else 0)
     try:
         # Non-blocking, and a regular file only: a repository can carry this name as a link to
         # /dev/zero (read without end) or to a FIFO (an open that never returns).
-        with os.fdopen(os.open(os.path.join(claude_dir, INJECTION_NAME), os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
+        with os.fdopen(os.open(os.path.join(claude_dir, INJECTION_NAME), flags), "rb") as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                 return None
             data = handle.read()
         header, _, output = data.partition(b"\n")
-        size, mtime, stamp = header.split()
+        size, mtime, stamp, user = header.split()
         log_size, snapshot_mtime = int(size), int(mtime)
-        if os.stat(os.path.join(claude_dir, "playbook.events.jsonl")).st_size != log_size:
+        status = os.lstat if user_level else os.stat
+        if status(os.path.join(claude_dir, "playbook.events.jsonl")).st_size != log_size:
             return None
-        if os.stat(os.path.join(claude_dir, "playbook.json")).st_mtime_ns != snapshot_mtime:
+        if status(os.path.join(claude_dir, "playbook.json")).st_mtime_ns != snapshot_mtime:
             return None
         if stamp.decode() != settings_stamp(os.path.dirname(claude_dir)):
+            return None
+        if user.decode() != user_mark(claude_dir):
             return None
         return output
     except (OSError, ValueError):
@@ -133,10 +166,13 @@ def main() -> int:
               "read or written there", file=sys.stderr)
         return 0
     output = _fast(claude_dir)
-    if output is None and not os.path.exists(os.path.join(claude_dir, "playbook.events.jsonl")) and not os.path.exists(
-        os.path.join(claude_dir, "playbook.json")
-    ):
-        output = b""  # no playbook yet: nothing to inject
+    if output is None and not any(os.path.exists(os.path.join(claude_dir, name))
+                                  for name in ("playbook.events.jsonl", "playbook.json")):
+        # No playbook in this project: the user-level one's own projection, or nothing.
+        output = _fast(user_dir(), user_level=True)
+        if output is None and not any(os.path.lexists(os.path.join(user_dir(), name))
+                                      for name in ("playbook.events.jsonl", "playbook.json")):
+            output = b""
     if output is None:
         try:
             # Started with -S for speed: only now bring in site-packages, and not this script's directory.

@@ -28,7 +28,9 @@ class _HookOutput(msgspec.Struct):
 def current_plan(repo: PlaybookRepository, state: PlaybookState | None = None) -> Injection:
     """The injection plan for the playbook now, under the budget in force for the project."""
     state = repo.state() if state is None else state
-    return plan(state, injection_budget(repo.claude_dir.parent))
+    if repo.user_level:
+        return plan(PlaybookState(), injection_budget(repo.claude_dir.parent), state)
+    return plan(state, injection_budget(repo.claude_dir.parent), repo.user_playbook()[0])
 
 
 def injected_context(repo: PlaybookRepository) -> Injection:

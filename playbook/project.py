@@ -1,7 +1,8 @@
-"""Where a project's playbook lives."""
+"""Where a project's playbook lives, and the user-level one."""
 
 from __future__ import annotations
 
+import argparse
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,9 +38,48 @@ def claude_dir(project: Path | None = None) -> Path:
 _collecting: list[list[PlaybookRepository]] = []
 
 
+def user_dir() -> Path:
+    """Where the user-level playbook lives: `PLAYBOOK_USER_DIR`, else `$CLAUDE_CONFIG_DIR/playbook`, else
+    `~/.claude/playbook` (`playbook/inject.py` finds it the same way)."""
+    configured = os.environ.get("PLAYBOOK_USER_DIR")
+    if configured:
+        return Path(configured)
+    config = os.environ.get("CLAUDE_CONFIG_DIR")
+    return (Path(config) if config else Path.home() / ".claude") / "playbook"
+
+
 def repository(project: Path | None = None) -> PlaybookRepository:
-    """The playbook of `project`; inside `collecting()`, remembered so the command can say what it found."""
-    repo = PlaybookRepository(claude_dir(project))
+    """The project's playbook, whose injection puts the user-level playbook ahead of it; inside
+    `collecting()`, remembered so the command can say what it found."""
+    return _collected(PlaybookRepository(claude_dir(project), user_dir=user_dir()))
+
+
+def user_repository() -> PlaybookRepository:
+    """The user-level playbook: the same log and guarantees as a project's, in `user_dir()`."""
+    return _collected(PlaybookRepository(user_dir(), user_level=True))
+
+
+def project_dir(args: argparse.Namespace) -> Path:
+    """The project a command works on; one given with `--project` must be an existing directory."""
+    project = getattr(args, "project", None)
+    if not project:
+        return get_project_dir()
+    path = Path(project)
+    if not path.is_dir():
+        # Reading on would show an empty playbook of a project that is not there, with exit 0.
+        what = "is not a directory" if path.exists() else "does not exist"
+        raise PlaybookError(f"project {project} {what}")
+    return path
+
+
+def playbook_of(args: argparse.Namespace) -> PlaybookRepository:
+    """The playbook a command acts on: the user-level one with `--user`, else the project's."""
+    if getattr(args, "user", False):
+        return user_repository()
+    return repository(project_dir(args))
+
+
+def _collected(repo: PlaybookRepository) -> PlaybookRepository:
     if _collecting:
         _collecting[-1].append(repo)
     return repo
@@ -47,7 +87,7 @@ def repository(project: Path | None = None) -> PlaybookRepository:
 
 @contextmanager
 def collecting() -> Iterator[list[PlaybookRepository]]:
-    """The repositories `repository` makes inside this block, oldest first."""
+    """The repositories `repository` and `user_repository` make inside this block, oldest first."""
     repos: list[PlaybookRepository] = []
     _collecting.append(repos)
     try:

@@ -15,8 +15,7 @@ from eventlog.errors import PlaybookError, StorageError
 from projections.purge import Purged, Redact, purge
 from projections.repository import LOG_NAME
 
-from .audit_commands import _out_json, project_dir
-from .project import repository
+from .audit_commands import _out_json, playbook_of
 from .safe_text import clean
 
 MATCH_REDACTION = "[REDACTED:match]"
@@ -68,7 +67,7 @@ def cmd_purge(args: argparse.Namespace) -> int:
         raise PlaybookError("give one of --secrets or --match TEXT")
     if args.match is not None and len(args.match.strip()) < MIN_MATCH:
         raise PlaybookError(f"--match needs a text of at least {MIN_MATCH} characters")
-    repo = repository(project_dir(args))
+    repo = playbook_of(args)
     if not repo.store.exists():
         raise PlaybookError("no log yet: nothing to purge")
     redact = match_redactor(args.match) if args.match is not None else secrets_redactor()

@@ -1,9 +1,10 @@
 """The SessionStart hook's output, projected ahead of time so the hook only copies bytes.
 
-File format: one header line `<log size> <playbook.json mtime_ns> <settings stamp>`,
-then the exact bytes the hook prints (nothing for an empty playbook). The hook
-trusts the file only while all three still match; otherwise it takes the slow
-path. The settings stamp (see `settings_stamp`) changes whenever a setting that
+File format: one header line `<log size> <playbook.json mtime_ns> <settings stamp>
+<user mark>`, then the exact bytes the hook prints (nothing for an empty playbook). The
+hook trusts the file only while all four still match; otherwise it takes the slow
+path. The user mark (`user_mark`) stands for the user-level playbook, injected ahead of
+the project's, so a change there is seen by every project's next session. The settings stamp (see `settings_stamp`) changes whenever a setting that
 shapes the injection may have changed, so a new budget takes effect at the next
 session start.
 
@@ -22,7 +23,7 @@ import msgspec
 
 from eventlog.domain import SECTION_SLUGS, KeyPoint, PlaybookState, Usage
 
-from .render import format_sections, load_template
+from .render import USER_HEADING, format_sections, load_template
 
 INJECTION_NAME = "playbook.hook.json"
 SETTINGS_NAME = "playbook.settings.json"
@@ -60,13 +61,20 @@ def review_note(count: int) -> str | None:
 
 
 class Injection(msgspec.Struct, frozen=True):
-    """What a session is given: `text`, the key points in it, and those the budget left out."""
+    """What a session is given: `text`, the project's key points in it and those the budget left out, and
+    the same for the user-level playbook's (`user_included`, `user_left_out`)."""
 
     text: str
     included: list[str]
     left_out: list[str]
     budget: int
     tokens: int
+    user_included: list[str] = []
+    user_left_out: list[str] = []
+
+
+USER_PREFIX = "user:"
+"""How the user-level playbook's key points are named in the injected text, apart from the project's."""
 
 
 def estimate_tokens(text: str) -> int:
@@ -80,8 +88,8 @@ def score(kp: KeyPoint, used: Usage | None) -> int:
     return kp.helpful - kp.harmful + (used.cited if used is not None else 0)
 
 
-def _line(kp: KeyPoint) -> str:
-    return f"[{kp.name}] helpful={kp.helpful} harmful={kp.harmful} :: {kp.text}\n"
+def _line(kp: KeyPoint, prefix: str = "") -> str:
+    return f"[{prefix}{kp.name}] helpful={kp.helpful} harmful={kp.harmful} :: {kp.text}\n"
 
 
 def left_out_line(count: int, budget: int) -> str:
@@ -89,78 +97,99 @@ def left_out_line(count: int, budget: int) -> str:
             f"{budget} tokens: `playbook show --left-out` lists them.)")
 
 
-def plan(state: PlaybookState, budget: int) -> Injection:
-    """What the next session receives under `budget` estimated tokens (0: no budget).
+def plan(state: PlaybookState, budget: int, user: PlaybookState | None = None) -> Injection:
+    """What the next session receives under `budget` estimated tokens (0: no budget), with the user-level
+    playbook `user` (if any) ahead of the project's.
 
     Guarantee: the text, closing line included, is within the budget whenever the fixed
-    frame (instructions and headers) is; USER PREFERENCES are taken before any other
-    section; then the best track record first (`score`, then the most recently used), stale
-    key points last; the key points kept appear in their playbook order.
+    frame (instructions and headers) is; the user-level playbook's key points are taken first,
+    then the project's USER PREFERENCES, then the best track record first (`score`, then the
+    most recently used), stale key points last; the key points kept appear in their playbook order.
     """
     if state.disabled:  # `playbook disable`: the session is given nothing, and nothing is recalled
         return Injection("", [], [], budget, 0)
-    usage = state.usage
-    # Ranking: preferences first, stale last, then track record; the position inside its section breaks
-    # ties, so equal records are taken from every section in turn rather than one section's tail.
-    ranked: list[tuple[int, int, int, int, int, KeyPoint]] = []
+    if user is not None and user.disabled:  # `playbook disable --user`: the user-level playbook is left out
+        user = None
+    playbooks = [state] if user is None else [user, state]
+    # Ranking: the user's own first, preferences next, stale last, then track record; the position inside
+    # its section breaks ties, so equal records are taken from every section in turn rather than one's tail.
+    ranked: list[tuple[int, int, int, int, int, int, KeyPoint]] = []
     add = ranked.append
     chars = 0
-    for section_index, (section, section_entries) in enumerate(state.sections.items()):
-        tier = 0 if section == PREFERENCES else 1
-        for position, kp in enumerate(section_entries.values()):
-            chars += len(kp.text)
-            used = usage.get(kp.name)  # below, `-score(kp, used)` and `-recency` worked out inline: once per entry
-            if used is None:
-                add((tier, kp.harmful - kp.helpful, 0, position, section_index, kp))
-            else:
-                add((2 if used.stale else tier, kp.harmful - kp.helpful - used.cited, -used.last_used, position,
-                     section_index, kp))
+    for which, playbook in enumerate(playbooks):
+        usage = playbook.usage
+        for section_index, (section, section_entries) in enumerate(playbook.sections.items()):
+            tier = 0 if which == 0 and user is not None else 1 if section == PREFERENCES else 2
+            for position, kp in enumerate(section_entries.values()):
+                chars += len(kp.text)
+                used = usage.get(kp.name)  # below, `-score(kp, used)` and `-recency` worked out inline: once per entry
+                if used is None:
+                    add((tier, kp.harmful - kp.helpful, 0, position, section_index, which, kp))
+                else:
+                    add((3 if used.stale else tier, kp.harmful - kp.helpful - used.cited, -used.last_used, position,
+                         section_index, which, kp))
     # The whole playbook is rendered only when it may fit: its texts alone, at a token per 4 characters at
     # least, already exceed a budget they are over 4 times as long as.
     if budget <= 0 or chars <= 4 * budget:
-        full = _render(state, set(state.where))
+        full = _render(playbooks, [set(p.where) for p in playbooks])
         if budget <= 0 or estimate_tokens(full) <= budget:
-            names = [kp.name for _section, kp in state.entries()]
-            return Injection(full, names, [], budget, estimate_tokens(full))
-    ranked.sort()  # the first five fields are never all equal (position and section_index): no KeyPoint is compared
+            names = [[kp.name for _section, kp in p.entries()] for p in playbooks]
+            return Injection(full, names[-1], [], budget, estimate_tokens(full),
+                             names[0] if user is not None else [])
+    ranked.sort()  # the first six fields are never all equal (position, section_index, which): no KeyPoint is compared
     frame = estimate_tokens(load_template("playbook.txt").format(key_points=""))
-    frame += sum(estimate_tokens(f"## {section}\n\n") for section in SECTION_SLUGS)
+    headings = [""] if user is None else [USER_HEADING, ""]
+    frame += sum(estimate_tokens(f"## {section}{heading}\n\n") for heading in headings for section in SECTION_SLUGS)
     frame += estimate_tokens(left_out_line(len(ranked), budget))
     room = budget - frame
-    picked: list[tuple[int, int, KeyPoint]] = []
+    picked: list[list[tuple[int, int, KeyPoint]]] = [[] for _ in playbooks]
     blocked, current = False, 0
     for item in ranked:
-        tier, kp = item[0], item[5]
+        tier, which, kp = item[0], item[5], item[6]
         if tier != current:
             if blocked:  # a tier is entered only when every key point of the tiers before it fitted
                 break
             current = tier
-        if len(kp.name) + len(kp.text) + 26 > 4 * room:  # its line is longer: more than `room` tokens
+        prefix = USER_PREFIX if which == 0 and user is not None else ""
+        if len(prefix) + len(kp.name) + len(kp.text) + 26 > 4 * room:  # its line is longer: more than `room` tokens
             blocked = True
             continue
-        cost = estimate_tokens(_line(kp))
+        cost = estimate_tokens(_line(kp, prefix))
         if cost <= room:
-            picked.append((item[4], item[3], kp))
+            picked[which].append((item[4], item[3], kp))
             room -= cost
         else:
             blocked = True
-    picked.sort(key=lambda found: found[:2])  # playbook order: section, then position in it
-    chosen = {kp.name for _s, _p, kp in picked}
-    left_out = [name for section_entries in state.sections.values() for name in section_entries if name not in chosen]
-    sections = list(state.sections)
-    kept: dict[str, list[tuple[str, str, int, int]]] = {}
-    for section_index, _position, kp in picked:
-        kept.setdefault(sections[section_index], []).append((kp.name, kp.text, kp.helpful, kp.harmful))
-    text = format_sections(kept)
-    text = (text.rstrip("\n") + "\n\n" if text else "") + left_out_line(len(left_out), budget) + "\n"
-    return Injection(text, [kp.name for _s, _p, kp in picked], left_out, budget, estimate_tokens(text))
+    kept: list[dict[str, list[tuple[str, str, int, int]]]] = []
+    included: list[list[str]] = []
+    left_out: list[list[str]] = []
+    for which, (playbook, found) in enumerate(zip(playbooks, picked)):
+        prefix = USER_PREFIX if which == 0 and user is not None else ""
+        found.sort(key=lambda entry: entry[:2])  # playbook order: section, then position in it
+        chosen = {kp.name for _s, _p, kp in found}
+        left_out.append([name for section_entries in playbook.sections.values() for name in section_entries
+                         if name not in chosen])
+        included.append([kp.name for _s, _p, kp in found])
+        sections = list(playbook.sections)
+        kept.append({})
+        for section_index, _position, kp in found:
+            kept[-1].setdefault(sections[section_index], []).append((prefix + kp.name, kp.text, kp.helpful, kp.harmful))
+    text = format_sections(kept[-1], user=kept[0] if user is not None else None)
+    left = sum(len(names) for names in left_out)
+    text = (text.rstrip("\n") + "\n\n" if text else "") + left_out_line(left, budget) + "\n"
+    return Injection(text, included[-1], left_out[-1], budget, estimate_tokens(text),
+                     included[0] if user is not None else [], left_out[0] if user is not None else [])
 
 
-def _render(state: PlaybookState, names: set[str]) -> str:
-    return format_sections(
-        {section: [(kp.name, kp.text, kp.helpful, kp.harmful) for kp in section_entries.values() if kp.name in names]
-         for section, section_entries in state.sections.items()}
-    )
+def _render(playbooks: list[PlaybookState], chosen: list[set[str]]) -> str:
+    def sections(playbook: PlaybookState, names: set[str], prefix: str) -> dict[str, list[tuple[str, str, int, int]]]:
+        return {section: [(prefix + kp.name, kp.text, kp.helpful, kp.harmful)
+                          for kp in section_entries.values() if kp.name in names]
+                for section, section_entries in playbook.sections.items()}
+
+    if len(playbooks) == 1:
+        return format_sections(sections(playbooks[0], chosen[0], ""))
+    return format_sections(sections(playbooks[1], chosen[1], ""), user=sections(playbooks[0], chosen[0], USER_PREFIX))
 
 
 def hook_output(state: PlaybookState, budget: int = DEFAULT_BUDGET) -> bytes:
@@ -179,8 +208,26 @@ def output_of(injection: Injection, proposals: int = 0) -> bytes:
     return msgspec.json.encode(_HookOutput(systemMessage=note, hookSpecificOutput=context)) + b"\n"
 
 
-def injection_file(log_size: int, snapshot_mtime_ns: int, output: bytes, stamp: str = "-") -> bytes:
-    return f"{log_size} {snapshot_mtime_ns} {stamp}\n".encode() + output
+def injection_file(log_size: int, snapshot_mtime_ns: int, output: bytes, stamp: str = "-",
+                   user: str | None = None) -> bytes:
+    """A projection's bytes: the header its hook checks, then the output. The SessionStart projection's header
+    ends with `user`, the `user_mark` of the user-level playbook its output holds; the recall index has none."""
+    fields = [str(log_size), str(snapshot_mtime_ns), stamp, *([user] if user is not None else [])]
+    return (" ".join(fields) + "\n").encode() + output
+
+
+def user_mark(user_dir: Path) -> str:
+    """`<log size>:<playbook.json mtime_ns>` of the user-level playbook in `user_dir`, "-" when it has no log:
+    a projection that holds it is current while this is unchanged. `playbook/inject.py` computes the same."""
+    try:
+        size = os.stat(user_dir / "playbook.events.jsonl").st_size
+    except (OSError, ValueError):
+        return "-"
+    try:
+        mtime = os.stat(user_dir / "playbook.json").st_mtime_ns
+    except (OSError, ValueError):
+        mtime = 0
+    return f"{size}:{mtime}"
 
 
 def settings_paths(project: Path) -> tuple[Path, Path]:

@@ -20,13 +20,20 @@ def format_entry(name: Any, text: Any, helpful: Any, harmful: Any) -> str:
     return f"[{name}] helpful={helpful} harmful={harmful} :: {text}"
 
 
-def format_sections(sections: dict[str, list[tuple[Any, Any, Any, Any]]]) -> str:
-    """Key point blocks under `## SECTION` headers in canonical order; "" when every section is empty."""
+USER_HEADING = " (user-level: yours in every project)"
+"""What follows a section's header for the user-level playbook's key points, which come first."""
+
+
+def format_sections(sections: dict[str, list[tuple[Any, Any, Any, Any]]],
+                    user: dict[str, list[tuple[Any, Any, Any, Any]]] | None = None) -> str:
+    """Key point blocks under `## SECTION` headers in canonical order, the `user` ones (the user-level
+    playbook's) first under headers of their own; "" when every section is empty."""
     blocks = []
-    for section in SECTION_SLUGS:
-        entries = sections.get(section) or []
-        if entries:
-            blocks.append("\n".join([f"## {section}", *(format_entry(*entry) for entry in entries)]))
+    for entries_of, heading in ((user or {}, USER_HEADING), (sections, "")):
+        for section in SECTION_SLUGS:
+            entries = entries_of.get(section) or []
+            if entries:
+                blocks.append("\n".join([f"## {section}{heading}", *(format_entry(*entry) for entry in entries)]))
     if not blocks:
         return ""
     return load_template("playbook.txt").format(key_points="\n\n".join(blocks))

@@ -24,7 +24,7 @@ import msgspec
 
 from eventlog.decide import Command, ImportLegacy, RecordUnreadableFile, ReplaceContent, decide_all
 from eventlog.domain import PlaybookState
-from eventlog.errors import StorageError
+from eventlog.errors import PlaybookError, StorageError
 from eventlog.events import Cause, Event, SnapshotSetAside
 from eventlog.evolve import apply_transaction
 from eventlog.faults import point as fault
@@ -33,7 +33,7 @@ from eventlog.store import Committed, Position
 from eventlog.unit_of_work import EventStore, commit
 
 from . import checkpoints
-from .injection import INJECTION_NAME, injection_budget, injection_file, output_of, plan, settings_stamp
+from .injection import INJECTION_NAME, injection_budget, injection_file, output_of, plan, settings_stamp, user_mark
 from .injection import waiting_for_review
 from .recall import RECALL_NAME, recall_file
 from .snapshot import ReadSnapshot, claimed_position, may_lag, read_snapshot, state_of, write_atomically, write_snapshot
@@ -81,10 +81,18 @@ class Divergence(msgspec.Struct, frozen=True):
 
 
 class PlaybookRepository:
-    """The log at `<claude_dir>/playbook.events.jsonl` and its snapshot `<claude_dir>/playbook.json`."""
+    """The log at `<claude_dir>/playbook.events.jsonl` and its snapshot `<claude_dir>/playbook.json`.
 
-    def __init__(self, claude_dir: Path, store: EventStore | None = None) -> None:
+    `user_dir`, when given, holds the user-level playbook that the injection projection puts ahead of
+    this one (read only: it is written through a repository of its own). `user_level` marks the
+    user-level playbook's own repository, whose projection injects it as the user's.
+    """
+
+    def __init__(self, claude_dir: Path, store: EventStore | None = None, user_dir: Path | None = None,
+                 user_level: bool = False) -> None:
         self.claude_dir = Path(claude_dir)
+        self.user_level = user_level
+        self.user_dir = None if user_dir is None or _same_dir(Path(user_dir), self.claude_dir) else Path(user_dir)
         self.log_path = self.claude_dir / LOG_NAME
         """The JSONL log's file, which the timeline and `verify` read by its bytes."""
         self.store: EventStore = store if store is not None else JsonlEventStore(self.log_path)
@@ -167,6 +175,21 @@ class PlaybookRepository:
         log = found.snapshot.log
         return not (may_lag(found.size, log.offset, self.store.size())
                     and self.store.holds(Position(offset=log.offset, seq=log.seq, hash=log.hash, line=log.line)))
+
+    def user_playbook(self) -> tuple[PlaybookState | None, str]:
+        """The user-level playbook injected ahead of this one, read-only, and its `user_mark` taken before it
+        was read (so a change meanwhile leaves the projection stale); (None, "-") when there is none.
+
+        A user-level log that cannot be read is left out (with its mark): it never stops this playbook."""
+        if self.user_dir is None:
+            return None, "-"
+        mark = user_mark(self.user_dir)
+        if mark == "-":
+            return None, mark
+        try:
+            return PlaybookRepository(self.user_dir).current()[0], mark
+        except (PlaybookError, OSError):
+            return None, mark
 
     # --- writing --------------------------------------------------------------------------------
 
@@ -278,10 +301,11 @@ class PlaybookRepository:
             project = self.claude_dir.parent
             stamp = settings_stamp(project)  # before the settings are read: a change meanwhile leaves it stale
             mtime = self.snapshot_path.stat().st_mtime_ns
-            planned = plan(state, injection_budget(project))
+            user, mark = (state, "-") if self.user_level else self.user_playbook()
+            planned = plan(PlaybookState() if self.user_level else state, injection_budget(project), user)
             self._replace_if_changed(self.injection_path,
                                      injection_file(position.offset, mtime, output_of(planned, waiting_for_review(state)),
-                                                    stamp))
+                                                    stamp, mark))
             if recall:
                 self._replace_if_changed(self.recall_path,
                                          recall_file(position.offset, mtime, stamp, state, planned.left_out, project))
@@ -411,6 +435,13 @@ class PlaybookRepository:
         except OSError as exc:
             raise StorageError.failed("move aside", self.snapshot_path, exc) from exc
         return target.name
+
+
+def _same_dir(a: Path, b: Path) -> bool:
+    try:
+        return os.path.realpath(a) == os.path.realpath(b)
+    except (OSError, ValueError):
+        return False
 
 
 def _json_kind(value: object) -> str:

@@ -2,6 +2,7 @@
 
 import os
 
+import pytest
 from hypothesis import settings
 
 # In CI, hypothesis draws the same examples every run, so main stays green unless the code changes;
@@ -14,3 +15,9 @@ if os.environ.get("CI") == "true":
 # key they would otherwise find the real Claude Code CLI on PATH and learn through it. The tests of
 # that backend name the CLI themselves.
 os.environ.setdefault("PLAYBOOK_CLAUDE", "")
+
+
+@pytest.fixture(autouse=True)
+def _user_level_playbook(tmp_path_factory, monkeypatch):
+    """Every test gets a user-level playbook directory of its own, never the machine's ~/.claude/playbook."""
+    monkeypatch.setenv("PLAYBOOK_USER_DIR", str(tmp_path_factory.mktemp("user-level") / "playbook"))
