@@ -47,6 +47,7 @@ from .review import cycle_commands
 from .project import claude_dir, repository
 from .settings import Settings, load_settings, never_learn_match
 from .transcript import Transcript, TranscriptError, cited_ids, read_transcript
+from .user_level import learn_preferences, split_preferences
 
 if TYPE_CHECKING:
     from .backend import ModelConfig
@@ -343,6 +344,7 @@ class _Cycle:
         pending, lean = self.pending, lean_settings(self.repo.claude_dir.parent)
         cause = Cause(source=f"hook:{pending.hook}", session=pending.session, model=self.config.model,
                       analysis=self.reflection["analysis"] or None, reasoning=self.curation["reasoning"] or None)
+        self._route_preferences(cause)
         try:
             self.repo.append(lambda fresh: self.decide(fresh, lean), cause)
         except PlaybookError:
@@ -359,6 +361,23 @@ class _Cycle:
                   "its operations wait for review", flush=True)
         sweep_stale(self.repo, lean, pending.session)
         return Outcome(pending.request, "completed", f"held: {self.held[0]}" if self.held else "")
+
+    def _route_preferences(self, cause: Cause) -> None:
+        """The curator's new USER PREFERENCES go to the user-level playbook, before the project's transaction: a
+        learner that dies in between leaves the request pending, and the cycle run again finds them there.
+        With review on, every operation waits for the user, preferences included: none is routed past it."""
+        if self.settings.playbook_review:
+            return
+        project = self.repo.claude_dir.parent
+        preferences, self.curation["operations"] = split_preferences(self.curation["operations"], project)
+        if not preferences:
+            return
+        try:
+            learn_preferences(preferences, cause, project)
+        except PlaybookError as exc:
+            print(f"playbook: learning {self.pending.request}: the user-level playbook cannot be written ({exc}); "
+                  "its preferences stay in the project's", flush=True)
+            self.curation["operations"] = [*self.curation["operations"], *preferences]
 
 
 async def _ask_models(messages: list, state: PlaybookState, cited: list[str], config,

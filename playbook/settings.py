@@ -6,9 +6,10 @@ teaches; learn when a session ends by exiting, by /clear, before a compaction, a
 each subagent); playbook_never_learn (transcript paths or globs never learned from);
 playbook_review (false: learning records proposals to review instead of changing the
 playbook) and playbook_review_expiry_days (30); playbook_daily_token_budget (tokens learning
-may spend per UTC day; 0: no limit). The environment variable of the same
-name in upper case (`PLAYBOOK_UPDATE_ON_EXIT=0`; a list separated by `:`) overrides both
-files. Claude Code's directory is `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+may spend per UTC day; 0: no limit); playbook_preferences_per_project (false: the USER
+PREFERENCES learned in any project go to the user-level playbook). The environment variable
+of the same name in upper case (`PLAYBOOK_UPDATE_ON_EXIT=0`; a list separated by `:`)
+overrides both files. Claude Code's directory is `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ class Settings(msgspec.Struct, frozen=True):
     playbook_review_expiry_days: float = 30.0
     # tokens learning may spend per UTC day (input, output and cache); 0: no budget. See README for the figure.
     playbook_daily_token_budget: float = 500_000.0
+    # USER PREFERENCES the curator adds stay in the project's playbook instead of the user-level one
+    playbook_preferences_per_project: bool = False
 
 
 SETTINGS_NAME = "playbook.settings.json"

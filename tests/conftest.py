@@ -19,5 +19,8 @@ os.environ.setdefault("PLAYBOOK_CLAUDE", "")
 
 @pytest.fixture(autouse=True)
 def _user_level_playbook(tmp_path_factory, monkeypatch):
-    """Every test gets a user-level playbook directory of its own, never the machine's ~/.claude/playbook."""
+    """Every test gets a user-level playbook directory of its own, never the machine's ~/.claude/playbook;
+    and learned USER PREFERENCES stay in the project's playbook, which is what the learning tests look at
+    (the tests of the user-level playbook turn this off)."""
     monkeypatch.setenv("PLAYBOOK_USER_DIR", str(tmp_path_factory.mktemp("user-level") / "playbook"))
+    monkeypatch.setenv("PLAYBOOK_PREFERENCES_PER_PROJECT", "1")

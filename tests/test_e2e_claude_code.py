@@ -119,18 +119,25 @@ def test_claude_code_sessions_inject_the_playbook_and_learn_from_it(tmp_path):
         assert transaction.commit.reasoning == CURATION["reasoning"]
         assert [(e.name, e.rating) for e in transaction.events if isinstance(e, KeyPointEvaluated)] == [
             ("kpt_001", "helpful")]
-        assert [e.text for e in transaction.events if isinstance(e, KeyPointAdded)] == ["prefer pathlib over os.path"]
+        # The user's preference goes to the user-level playbook (~/.claude/playbook), in the same cycle's name.
+        assert [e.text for e in transaction.events if isinstance(e, KeyPointAdded)] == []
+        [preferred] = PlaybookRepository(home / ".claude" / "playbook").store.read()
+        assert (preferred.commit.session, preferred.commit.reasoning) == (transaction.commit.session,
+                                                                           CURATION["reasoning"])
+        assert [e.text for e in preferred.events if isinstance(e, KeyPointAdded)] == ["prefer pathlib over os.path"]
         snapshot = snapshot_of_log(project / ".claude")
         assert snapshot["sections"]["OTHERS"] == [
             {"name": "kpt_001", "text": "run the tests before committing", "helpful": 1, "harmful": 0}]
-        assert snapshot["sections"]["USER PREFERENCES"] == [
+        assert snapshot["sections"]["USER PREFERENCES"] == []
+        user_snapshot = snapshot_of_log(home / ".claude" / "playbook")
+        assert user_snapshot["sections"]["USER PREFERENCES"] == [
             {"name": "pref-001", "text": "prefer pathlib over os.path", "helpful": 0, "harmful": 0}]
 
         before = len(api.message_bodies())
         second = run_claude(project, home, api, "Now rename the helper.")
         assert second.returncode == 0, second.stderr
         later = [request_texts(body) for body in api.message_bodies()[before:]]
-        assert any("[pref-001] helpful=0 harmful=0 :: prefer pathlib over os.path" in t
+        assert any("[user:pref-001] helpful=0 harmful=0 :: prefer pathlib over os.path" in t
                    and "[kpt_001] helpful=1 harmful=0" in t for t in later), later
         wait_for_learning(repo, 2)
 

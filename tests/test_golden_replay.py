@@ -174,6 +174,9 @@ def test_a_fixed_command_sequence_gives_the_same_log_snapshot_and_output(tmp_pat
             monkeypatch.delenv(name)
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.setenv("PLAYBOOK_RETRY_BASE_DELAY", "0.01")
+    # The sequence's learned preference stays in the project, and no user-level playbook outside the test is read.
+    monkeypatch.setenv("PLAYBOOK_PREFERENCES_PER_PROJECT", "1")
+    monkeypatch.setenv("PLAYBOOK_USER_DIR", str(tmp_path / "user-level"))
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("CLAUDE_PROJECT_DIR", ".")
     _fix_time_and_ids(monkeypatch)

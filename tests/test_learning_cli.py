@@ -96,8 +96,12 @@ def test_a_session_on_a_login_without_a_key_learns_through_the_cli_and_never_lea
     learned = [t for t in transactions if any(isinstance(e, LearningCompleted) for e in t.events)]
     assert len(learned) == 1, log.read_text() if log.exists() else "(no learner log)"
     assert learned[0].commit.analysis == REFLECTION["analysis"]
-    assert [e.text for e in learned[0].events if isinstance(e, KeyPointAdded)] == [CURATION["operations"][0]["text"]]
-    snapshot = json.loads((project / ".claude" / "playbook.json").read_text())
+    # The learned preference is the user's: in the user-level playbook (~/.claude/playbook), from this cycle.
+    assert [e.text for e in learned[0].events if isinstance(e, KeyPointAdded)] == []
+    [preferred] = PlaybookRepository(home / ".claude" / "playbook").store.read()
+    assert preferred.commit.session == learned[0].commit.session
+    assert [e.text for e in preferred.events if isinstance(e, KeyPointAdded)] == [CURATION["operations"][0]["text"]]
+    snapshot = json.loads((home / ".claude" / "playbook" / "playbook.json").read_text())
     assert snapshot["sections"]["USER PREFERENCES"][0]["text"] == "prefer pathlib over os.path"
     # The reflector and curator were asked once each, through Claude Code on the login (no key), with no
     # tools and none of this project's context: the child sessions got no SessionStart injection.
