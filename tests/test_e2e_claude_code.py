@@ -137,8 +137,10 @@ def test_claude_code_sessions_inject_the_playbook_and_learn_from_it(tmp_path):
         second = run_claude(project, home, api, "Now rename the helper.")
         assert second.returncode == 0, second.stderr
         later = [request_texts(body) for body in api.message_bodies()[before:]]
+        # The SessionStart context holds the user's key points first, then the project's.
         assert any("[user:pref-001] helpful=0 harmful=0 :: prefer pathlib over os.path" in t
-                   and "[kpt_001] helpful=1 harmful=0" in t for t in later), later
+                   and "[kpt_001] helpful=1 harmful=0" in t
+                   and t.index("[user:pref-001]") < t.index("[kpt_001] helpful=1") for t in later), later
         wait_for_learning(repo, 2)
 
 

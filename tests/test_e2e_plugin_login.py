@@ -79,8 +79,9 @@ def test_the_plugin_on_a_login_without_a_key_learns_through_the_cli(tmp_path):
         asked = [b for b in api.message_bodies() if any(p in request_texts(b) for p in LEARNER_PROMPTS)]
         requests = [r for r in api.message_requests() if any(p in request_texts(r.body) for p in LEARNER_PROMPTS)]
 
-        # Learned on the login, through `claude -p` with no tools: the fake curator's ADD is in playbook.json.
-        snapshot = snapshot_of_log(project / ".claude")
+        # Learned on the login, through `claude -p` with no tools: the fake curator's ADD, a preference of the
+        # user's, is in the user-level playbook under CLAUDE_CONFIG_DIR.
+        snapshot = snapshot_of_log(config / "playbook")
         added = CURATION["operations"][0]["text"]
         assert [e["text"] for e in snapshot["sections"]["USER PREFERENCES"]] == [added]
         assert len(learned) == 1 and len(asked) == 2 and all(not b.get("tools") for b in asked)
