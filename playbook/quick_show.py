@@ -76,7 +76,7 @@ def current_snapshot(project: str) -> dict[str, Any] | None:
         header = _regular(os.path.join(claude_dir, INJECTION_NAME), 512)
         if header is None:
             return None
-        size, mtime, _stamp = header[0].split()
+        size, mtime = header[0].split()[:2]  # then the settings stamp and the user-level playbook's mark
         if os.stat(os.path.join(claude_dir, "playbook.events.jsonl")).st_size != int(size):
             return None
         found = _regular(os.path.join(claude_dir, "playbook.json"))
