@@ -125,7 +125,7 @@ def hooks(report: Report, mode: dict[str, Any]) -> None:
         took = statistics.median(samples[name])
         report.row(f"{name}, above bare", f"{(took - bare) * 1000:+.1f} ms ({_ms(took)} vs {_ms(bare)})",
                    f"<= +{HOOK_ABOVE_BARE_MS:g} ms", took - bare <= HOOK_ABOVE_BARE_MS / 1000)
-    for name in (bench.WITH_SITE, bench.MODULE_END):
+    for name in (bench.PROMPT_AFTER_APPEND, bench.WITH_SITE, bench.MODULE_END):
         took = statistics.median(samples[name])
         report.row(f"{name}, above bare", f"{(took - bare) * 1000:+.1f} ms ({_ms(took)})", "context")
     report.row("SessionEnd hook (learning on), time to return", f"{_ms(end)} ({(end - bare) * 1000:+.1f} ms above bare)",
@@ -238,6 +238,11 @@ def show(report: Report, mode: dict[str, Any]) -> None:
                f"{_ms(figures['site'])})", "context")
     report.row("the full command in its process (playbook.cli.main, imports included)", _ms(figures["inside"]),
                "context")
+    if figures["lagging"] is not None:
+        report.row("show after one more append, playbook.json lagging a short tail (the full command)",
+                   f"{(figures['lagging'] - bare) * 1000:+.1f} ms above bare ({_ms(figures['lagging'])})", "context")
+    else:
+        report.row("show after one more append", "playbook.json written again: as above", "context")
 
 
 def lean(report: Report, mode: dict[str, Any]) -> None:

@@ -8,8 +8,10 @@
 the plugin's SessionStart (its launcher, hooks/playbook-hook, with the environment ready), and
 for context `python -c pass` (with site: what an installation's `.pth` files cost) and `-m
 playbook hook SessionEnd` (the module run through site). SessionEnd is measured with learning
-off and on (on, it records the request and starts the background learner). Prints medians and
-p90; asserts nothing.
+off and on (on, it records the request and starts the background learner, in a project of its
+own so that its appends leave the others' projections current). Then the first prompt after an
+append, which builds the recall index the append left stale. Prints medians and p90; asserts
+nothing.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ SESSION_END = "SessionEnd hook (learning on): time to return"
 PROMPT = "UserPromptSubmit hook as installed"
 PRE_COMPACT = "PreCompact hook as installed (learning off)"
 SESSION_END_OFF = "SessionEnd hook as installed (learning off)"
+PROMPT_AFTER_APPEND = "UserPromptSubmit hook, the first prompt after an append"
 
 
 def session_start_name(entries: int) -> str:
@@ -79,9 +82,10 @@ PLUGIN_HOOK = Path(__file__).resolve().parents[1] / "hooks" / "playbook-hook"
 def measure(runs: int = 40, entries: int = 500) -> dict[str, list[float]]:
     """Seconds per run of each command (interleaved run by run), by name; the first is the bare interpreter."""
     with tempfile.TemporaryDirectory(prefix="bench-hooks-", ignore_cleanup_errors=True) as tmp:
-        project = Path(tmp) / "project"
-        project.mkdir()
-        seed(project, entries)
+        project, learning = Path(tmp) / "project", Path(tmp) / "learning"
+        for directory in (project, learning):  # learning on appends: its own project, so the others stay steady
+            directory.mkdir()
+            seed(directory, entries)
         # Learning hooks read transcripts only from Claude Code's configuration directory.
         config = Path(tmp) / "claude"
         transcript = config / "projects" / "bench" / "session.jsonl"
@@ -119,15 +123,22 @@ def measure(runs: int = 40, entries: int = 500) -> dict[str, list[float]]:
             (PRE_COMPACT, hook_command("PreCompact"), compact_in, off),
             (SESSION_END_OFF, hook_command("SessionEnd"), end_in, off),
             (MODULE_END, f'"{python}" -m playbook hook SessionEnd', end_in, off),
-            (SESSION_END, hook_command("SessionEnd"), end_in, env | {"PLAYBOOK_UPDATE_ON_EXIT": "1"}),
+            (SESSION_END, hook_command("SessionEnd"), end_in,
+             env | {"PLAYBOOK_UPDATE_ON_EXIT": "1", "CLAUDE_PROJECT_DIR": str(learning)}),
         ]
         samples: dict[str, list[float]] = {name: [] for name, *_ in commands}
         for _name, command, stdin, environment in commands:  # warm-up, untimed: caches and bytecode
-            timed(command, stdin, environment, project, 1)
+            timed(command, stdin, environment, Path(environment["CLAUDE_PROJECT_DIR"]), 1)
         for _ in range(runs):
             for name, command, stdin, environment in commands:
-                samples[name] += timed(command, stdin, environment, project, 1)
-        wait_for_learners(project)
+                samples[name] += timed(command, stdin, environment, Path(environment["CLAUDE_PROJECT_DIR"]), 1)
+        # The first prompt after an append: the recall index of what the injection leaves out is built then.
+        repo, samples[PROMPT_AFTER_APPEND] = PlaybookRepository(project / ".claude"), []
+        for number in range(max(runs // 4, 1)):
+            repo.append([ApplyOperations([{"type": "ADD", "section": SECTIONS[0], "text": f"one more {number}"}])],
+                        Cause(source="benchmark"))
+            samples[PROMPT_AFTER_APPEND] += timed(hook_command("UserPromptSubmit"), prompt_in, env, project, 1)
+        wait_for_learners(learning)
         return samples
 
 
