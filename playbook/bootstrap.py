@@ -13,7 +13,6 @@ request it was working on included. The daily token budget is honoured between c
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import sys
 from collections.abc import Callable
@@ -61,12 +60,43 @@ def config_dir() -> Path:
     return Path(os.path.realpath(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude"))
 
 
+MAX_SLUG = 200
+"""The longest directory name Claude Code writes under `projects/` before it cuts the name and adds a hash."""
+
+
+def project_slug(absolute: str) -> str:
+    """Claude Code's (2.1) name for the directory of the project at `absolute` under `projects/`.
+
+    Each UTF-16 code unit that is not an ASCII letter or digit becomes `-` (a letter beyond the
+    BMP, such as an emoji, gives two); a name longer than MAX_SLUG is cut there and followed by `-`
+    and the path's hash (Java's String.hashCode over the code units, its absolute value in base 36).
+    Observed with Claude Code 2.1.328: `/tmp/enc/work/my.proj_dir name é` is written under
+    `-tmp-enc-work-my-proj-dir-name--`, `/tmp/enc/work2/emoji 😀 ü` under `-tmp-enc-work2-emoji-----`."""
+    data = absolute.encode("utf-16-le", "surrogatepass")
+    units = [int.from_bytes(data[i:i + 2], "little") for i in range(0, len(data), 2)]
+    slug = "".join(chr(u) if u < 128 and chr(u).isalnum() else "-" for u in units)
+    if len(slug) <= MAX_SLUG:
+        return slug
+    value = 0
+    for unit in units:
+        value = (value * 31 + unit) & 0xFFFFFFFF
+    value = abs(value - (1 << 32) if value >= 1 << 31 else value)
+    digits = ""
+    while True:
+        value, digit = divmod(value, 36)
+        digits = "0123456789abcdefghijklmnopqrstuvwxyz"[digit] + digits
+        if not value:
+            break
+    return f"{slug[:MAX_SLUG]}-{digits}"
+
+
 def transcripts_dir(project: Path, config: Path | None = None) -> Path:
-    """Where Claude Code keeps the project's transcripts: its absolute path with `/` (and, in newer versions,
-    every character but letters and digits) written as `-`."""
+    """Where Claude Code keeps the project's transcripts: `projects/<project_slug>` of its real path (Claude
+    Code names a project by its working directory with links resolved), else the name older versions gave
+    (only `/` written as `-`) when that directory is the one there."""
     config = config or config_dir()
     absolute = os.path.realpath(project)
-    candidates = [re.sub(r"[^A-Za-z0-9]", "-", absolute), absolute.replace(os.sep, "-")]
+    candidates = [project_slug(absolute), absolute.replace(os.sep, "-")]
     for slug in candidates:
         if (config / "projects" / slug).is_dir():
             return config / "projects" / slug
