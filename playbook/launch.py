@@ -65,5 +65,22 @@ def main() -> None:
     sys.exit(run())
 
 
+def console() -> int:
+    """The `playbook` console script an installer writes: `show` of a current playbook.json with the standard
+    library alone (see `playbook.quick_show`), anything else the command line; never a traceback."""
+    if "show" in sys.argv[1:4]:
+        from playbook.quick_show import show
+
+        code = show(sys.argv[1:])
+        if code is not None:
+            return code
+    try:
+        from playbook.cli import main as run
+    except Exception as exc:  # a dependency that does not import: one line
+        print(f"playbook: cannot start: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 0 if sys.argv[1:2] == ["hook"] else 1
+    return run()
+
+
 if __name__ == "__main__":
     main()

@@ -149,3 +149,13 @@ def test_the_launcher_imports_nothing_from_the_directory_it_runs_in(tmp_path):
         done = launched(tmp_path / "project", *args, cwd=hostile)
         assert done.returncode == 0, done.stderr
     assert not list(tmp_path.glob("imported-*"))
+
+
+def test_the_console_script_answers_show_and_every_other_command(tmp_path):
+    seed(tmp_path)
+    expected = full_show(tmp_path)
+    script = "import sys; from playbook.launch import console; sys.exit(console())"
+    for args, check in ((["show"], lambda out: out == expected), (["log", "-n", "1"], lambda out: "tx " in out)):
+        done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, cwd=tmp_path,
+                              env={**os.environ, "CLAUDE_PROJECT_DIR": str(tmp_path)}, timeout=60)
+        assert done.returncode == 0 and check(done.stdout), (args, done.stdout, done.stderr)
