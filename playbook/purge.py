@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from eventlog.errors import PlaybookError, StorageError
+from projections.anchors import ANCHORS_NAME
 from projections.purge import Purged, Redact, purge
 from projections.repository import LOG_NAME
 
@@ -89,12 +90,12 @@ def cmd_purge(args: argparse.Namespace) -> int:
 
         _out_json({**msgspec.to_builtins(result), "still_holding": [str(p) for p in leftovers]})
         return 0
-    for line in _lines(result, leftovers):
+    for line in _lines(result, leftovers, repo.claude_dir / ANCHORS_NAME):
         print(line)
     return 0
 
 
-def _lines(result: Purged, leftovers: list[Path]) -> list[str]:
+def _lines(result: Purged, leftovers: list[Path], anchors: Path) -> list[str]:
     if not result.seqs:
         return ["nothing to purge: no line of the log holds it"]
     seqs = ", ".join(str(s) for s in result.seqs[:12]) + (", ..." if len(result.seqs) > 12 else "")
@@ -105,7 +106,7 @@ def _lines(result: Purged, leftovers: list[Path]) -> list[str]:
               else "the original log is removed"),
              "rebuilt playbook.json, the hook's projection, the recall index and the checkpoints"]
     if result.anchored:
-        lines.append("anchored the rewrite in .claude/playbook.anchors: commit it with the log")
+        lines.append(f"anchored the rewrite in {clean(str(anchors))}: commit it with the log")
     for path in leftovers:
         lines.append(f"still holds it (not rewritten, look at it): {clean(str(path))}")
     return lines

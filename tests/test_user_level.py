@@ -204,3 +204,29 @@ def test_export_writes_a_claude_md_section_and_replaces_it_on_the_next_export(pr
     assert run(capsys, "add", "--user", "Answer in English", "--section", "pref")[0] == 0
     code, out, _ = run(capsys, "export", "--claude-md", "--user")
     assert "my own key points" in out and "Answer in English" in out and "Prefer pathlib" not in out
+
+
+def test_purge_user_takes_a_text_out_of_the_user_level_log_only(project, capsys):
+    secret = "token ghp_user0level0secret0value"
+    assert run(capsys, "add", "--user", secret, "--section", "pref")[0] == 0
+    assert run(capsys, "add", secret, "--section", "ctx")[0] == 0
+    assert run(capsys, "anchor", "--user")[0] == 0
+    code, out, _ = run(capsys, "purge", "--user", "--match", "ghp_user0level0secret0value")
+    assert code == 0 and f"anchored the rewrite in {user_dir() / 'playbook.anchors'}" in out
+    assert "ghp_user0level0secret0value" not in (user_dir() / "playbook.events.jsonl").read_text()
+    assert secret in (project / ".claude" / "playbook.events.jsonl").read_text()
+    assert run(capsys, "verify", "--user", "--anchor")[0] == 0
+
+
+def test_the_hook_reads_no_user_level_projection_through_a_link(project, capsys, tmp_path):
+    from playbook import inject
+
+    assert run(capsys, "add", "--user", "Answer in English", "--section", "pref")[0] == 0
+    projection = user_dir() / "playbook.hook.json"
+    outside = tmp_path / "elsewhere.json"
+    outside.write_bytes(projection.read_bytes().replace(b"Answer in English", b"Answer in Klingon"))
+    projection.unlink()
+    projection.symlink_to(outside)
+    assert inject._fast(str(user_dir()), user_level=False) is not None  # what following the link would give
+    assert inject._fast(str(user_dir()), user_level=True) is None
+    assert "Klingon" not in context(session_start(project))
