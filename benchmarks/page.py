@@ -14,6 +14,7 @@ wall time of a shared machine is also its neighbours'.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
@@ -117,8 +118,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--keep", help="generate into this directory and keep it")
     args = parser.parse_args(argv)
+    load = os.getloadavg()[0]
     figures = measure(args.events, args.keep)
     met = lambda ok: "met" if ok else "NOT met"  # noqa: E731
+    print(f"  {os.cpu_count()} CPUs, load average {load:.1f} at the start and {os.getloadavg()[0]:.1f} at the end")
     written = figures["write_seconds"] < WRITE_SECONDS and figures["write_peak"] < WRITE_MB
     print(f"  playbook timeline --html      {figures['write_seconds']:6.2f} s (CPU {figures['write_cpu']:.2f} s), "
           f"peak {figures['write_peak']:.0f} MB (page {figures['page_mb']:.0f} MB; a fold of the log: "
