@@ -15,13 +15,12 @@ overrides both files. Claude Code's directory is `$CLAUDE_CONFIG_DIR`, else `~/.
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
 from pathlib import Path
 
 import msgspec
 
-from projections.injection import settings_paths
+from projections.injection import read_settings, settings_paths
 
 
 class Settings(msgspec.Struct, frozen=True):
@@ -42,14 +41,6 @@ class Settings(msgspec.Struct, frozen=True):
 SETTINGS_NAME = "playbook.settings.json"
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
-
-
-def _read(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _from_file(key: str, value: object) -> object | None:
@@ -79,7 +70,7 @@ def _from_env(key: str, raw: str) -> object | None:
 def load_settings(project: Path) -> Settings:
     values: dict[str, object] = {}
     for path in settings_paths(project):
-        for key, value in _read(path).items():
+        for key, value in read_settings(path).items():
             if key in Settings.__struct_fields__ and (read := _from_file(key, value)) is not None:
                 values[key] = read
     for key in Settings.__struct_fields__:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 
 import msgspec
@@ -27,6 +28,7 @@ from .render import USER_HEADING, format_sections, load_template
 
 INJECTION_NAME = "playbook.hook.json"
 SETTINGS_NAME = "playbook.settings.json"
+MAX_SETTINGS_BYTES = 1 << 20
 PREFERENCES = "USER PREFERENCES"
 
 BUDGET_KEY = "playbook_injection_budget"
@@ -235,6 +237,25 @@ def settings_paths(project: Path) -> tuple[Path, Path]:
     return user_config_dir() / SETTINGS_NAME, project / ".claude" / SETTINGS_NAME
 
 
+def read_settings(path: Path) -> dict[str, object]:
+    """The JSON object a settings file holds; {} when there is none, or it cannot be read as one.
+
+    Non-blocking, a regular file of at most MAX_SETTINGS_BYTES only: a repository can carry its
+    settings file as a link to /dev/zero (read without end) or to a FIFO (an open that never returns),
+    or nest it deeper than the decoder goes."""
+    try:
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return {}
+            raw = handle.read(MAX_SETTINGS_BYTES + 1)
+        if len(raw) > MAX_SETTINGS_BYTES:
+            return {}
+        data = json.loads(raw.decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def user_config_dir() -> Path:
     """Claude Code's configuration directory: `$CLAUDE_CONFIG_DIR`, else `~/.claude`."""
     return Path(os.path.expanduser(os.environ.get("CLAUDE_CONFIG_DIR") or "~/.claude"))
@@ -268,11 +289,7 @@ def setting_number(project: Path, key: str, default: float) -> float:
             return value
     found = default
     for path in settings_paths(project):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        given = data.get(key) if isinstance(data, dict) else None
+        given = read_settings(path).get(key)
         if isinstance(given, (int, float)) and not isinstance(given, bool) and given >= 0:
             found = given
     return found

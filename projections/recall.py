@@ -24,7 +24,7 @@ import msgspec
 
 from eventlog.domain import PlaybookState
 
-from .injection import injection_file, setting_number, settings_paths
+from .injection import injection_file, read_settings, setting_number, settings_paths
 
 RECALL_NAME = "playbook.recall.json"
 RECALL_KEY = "playbook_recall"
@@ -120,12 +120,9 @@ def recall_on(project: Path) -> bool:
         return raw.strip().lower() in {"1", "true", "yes", "on"}
     on = True
     for path in settings_paths(project):
-        try:
-            value = msgspec.json.decode(path.read_bytes())
-        except (OSError, msgspec.DecodeError):
-            continue
-        if isinstance(value, dict) and isinstance(value.get(RECALL_KEY), bool):
-            on = value[RECALL_KEY]
+        value = read_settings(path).get(RECALL_KEY)
+        if isinstance(value, bool):
+            on = value
     return on
 
 

@@ -131,3 +131,53 @@ def test_a_claude_directory_linked_inside_the_project_is_used(tmp_path: Path) ->
     assert (project / "config" / "claude" / "playbook.events.jsonl").exists()
     done = _hook(project, sys.executable, "-I", "-S", str(ROOT / "playbook" / "inject.py"), stdin=b"{}")
     assert done.returncode == 0 and done.stderr == b"", done
+
+
+# --- a settings file a repository carries as a link ------------------------------------------------------
+
+PLUGIN_HOOK = ROOT / "hooks" / "playbook-hook"
+
+
+def _limited() -> None:
+    """A child held to 1.5 GiB of address space: a hook that reads without end fails fast, not the machine."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 29, 3 << 29))
+
+
+@pytest.mark.parametrize("event", ["SessionStart", "UserPromptSubmit", "SessionEnd"])
+@pytest.mark.parametrize("target", ["/dev/zero", "fifo", "deep"])
+def test_a_settings_file_that_is_a_device_a_fifo_or_too_deep_is_ignored(tmp_path: Path, event: str,
+                                                                         target: str) -> None:
+    from eventlog.decide import ApplyOperations
+    from eventlog.events import Cause
+    from projections.repository import PlaybookRepository
+
+    project, home = tmp_path / "project", tmp_path / "home"
+    transcript = home / ".claude" / "projects" / "p" / "t.jsonl"
+    transcript.parent.mkdir(parents=True)
+    transcript.write_text('{"type": "user", "message": {"content": "hi"}}\n')
+    PlaybookRepository(project / ".claude").append(
+        [ApplyOperations([{"type": "ADD", "text": "use pathlib for file paths"}])], Cause(source="test"))
+    settings = project / ".claude" / "playbook.settings.json"
+    if target == "fifo":
+        os.mkfifo(tmp_path / "fifo")
+        settings.symlink_to(tmp_path / "fifo")
+    elif target == "deep":
+        settings.write_text("[" * 100_000)
+    else:
+        settings.symlink_to(target)
+    stdin = {"SessionStart": b'{"source": "startup"}',
+             "UserPromptSubmit": b'{"prompt": "pathlib for file paths"}',
+             "SessionEnd": b'{"session_id": "s1", "reason": "exit", "transcript_path": "%s"}' % str(transcript).encode()}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "PLAYBOOK_", "ANTHROPIC_"))}
+    env |= {"HOME": str(home), "CLAUDE_PROJECT_DIR": str(project), "PLAYBOOK_PYTHON": sys.executable,
+            "PLAYBOOK_CLAUDE": "", "PLAYBOOK_RECALL_MAX_CHARS": "2000", "PLAYBOOK_INJECTION_BUDGET": "1"}
+    done = subprocess.run(["sh", str(PLUGIN_HOOK), event], input=stdin[event], capture_output=True, env=env,
+                          cwd=project, timeout=20, preexec_fn=_limited)
+    assert done.returncode == 0 and b"Error" not in done.stderr and b"failed" not in done.stderr, done.stderr
+    if event == "SessionStart":
+        assert b"left out" in done.stdout or b"use pathlib" in done.stdout, done
+    if event == "SessionEnd":
+        log = (project / ".claude" / "playbook.events.jsonl").read_text()
+        assert "LearningRequested" in log or "learning_requested" in log, log[-500:]
