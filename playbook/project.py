@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from eventlog.errors import PlaybookError
-from projections.repository import PlaybookRepository
+from projections.checkpoints import CHECKPOINT_DIR
+from projections.injection import INJECTION_NAME
+from projections.recall import RECALL_NAME
+from projections.repository import LOG_NAME, SNAPSHOT_NAME, PlaybookRepository
 
 from .inject import claude_outside
 
@@ -24,15 +28,38 @@ def get_project_dir() -> Path:
     return Path(configured) if configured else Path.cwd()
 
 
+PLAYBOOK_PATHS = ((LOG_NAME, stat.S_ISREG), (SNAPSHOT_NAME, stat.S_ISREG), (INJECTION_NAME, stat.S_ISREG),
+                  (RECALL_NAME, stat.S_ISREG), (CHECKPOINT_DIR, stat.S_ISDIR))
+"""What the hooks and the learner read and write in `.claude`, each with the kind of file it must be."""
+
+
 def claude_dir(project: Path | None = None) -> Path:
-    """`<project>/.claude`; refused (`OutsideProject`) when it is a link leading out of the project, so
-    nothing of the playbook is ever read or written in a directory a repository points it to."""
+    """`<project>/.claude`; refused (`OutsideProject`) when it, or one of the playbook's files in it, is a link
+    leading out of the project, or when such a file is a FIFO, a device or a directory: nothing of the
+    playbook is ever read or written where a repository points it, and no read waits or runs without end."""
     root = project or get_project_dir()
     outside = claude_outside(str(root))
     if outside is not None:
         raise OutsideProject(f"{root / '.claude'} is a link to {outside}, outside the project: the playbook is "
                              "not read or written there")
-    return root / ".claude"
+    directory = root / ".claude"
+    base = os.path.join(os.path.realpath(root), "")
+    for name, kind in PLAYBOOK_PATHS:
+        path = directory / name
+        try:
+            mode = os.stat(path).st_mode
+        except FileNotFoundError:  # absent, or a link to nothing (which no write follows)
+            continue
+        except OSError as exc:
+            raise OutsideProject(f"{path} cannot be used: {exc.strerror or exc}: the playbook is not read or "
+                                 "written there") from exc
+        if os.path.islink(path) and not os.path.realpath(path).startswith(base):
+            raise OutsideProject(f"{path} is a link to {os.path.realpath(path)}, outside the project: the "
+                                 "playbook is not read or written there")
+        if not kind(mode):
+            what = "a directory" if kind is stat.S_ISDIR else "a regular file"
+            raise OutsideProject(f"{path} is not {what}: the playbook is not read or written there")
+    return directory
 
 
 _collecting: list[list[PlaybookRepository]] = []

@@ -181,3 +181,80 @@ def test_a_settings_file_that_is_a_device_a_fifo_or_too_deep_is_ignored(tmp_path
     if event == "SessionEnd":
         log = (project / ".claude" / "playbook.events.jsonl").read_text()
         assert "LearningRequested" in log or "learning_requested" in log, log[-500:]
+
+
+# --- a playbook file a repository carries as a link out of the project, or to a device -------------------
+
+
+def _seeded(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """(project with a playbook, the user's home, the env its hooks run with)."""
+    from eventlog.decide import ApplyOperations
+    from eventlog.events import Cause
+    from projections.repository import PlaybookRepository
+
+    project, home = tmp_path / "project", tmp_path / "home"
+    home.mkdir()
+    PlaybookRepository(project / ".claude").append(
+        [ApplyOperations([{"type": "ADD", "text": "use pathlib for file paths"}])], Cause(source="test"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "PLAYBOOK_", "ANTHROPIC_"))}
+    env |= {"HOME": str(home), "CLAUDE_PROJECT_DIR": str(project), "PLAYBOOK_PYTHON": sys.executable,
+            "PLAYBOOK_CLAUDE": ""}
+    return project, home, env
+
+
+def _run_hook(event: str, project: Path, env: dict[str, str], stdin: bytes) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(["sh", str(PLUGIN_HOOK), event], input=stdin, capture_output=True, env=env, cwd=project,
+                          timeout=20, preexec_fn=_limited)
+
+
+@pytest.mark.parametrize("name", ["playbook.json", "playbook.events.jsonl"])
+@pytest.mark.parametrize("event", ["SessionStart", "SessionEnd"])
+def test_a_users_file_behind_a_playbook_link_is_never_copied_into_the_project(tmp_path: Path, name: str,
+                                                                               event: str) -> None:
+    project, home, env = _seeded(tmp_path)
+    secret = home / ".docker" / "config.json"
+    secret.parent.mkdir()
+    secret.write_text('{"auths": {"registry.example": {"auth": "dXNlcjpodW50ZXIy"}}}\n')
+    if name == "playbook.events.jsonl":
+        (project / ".claude" / "playbook.json").unlink()
+    (project / ".claude" / name).unlink()
+    (project / ".claude" / name).symlink_to(secret)
+    transcript = home / ".claude" / "projects" / "p" / "t.jsonl"
+    transcript.parent.mkdir(parents=True)
+    transcript.write_text('{"type": "user", "message": {"content": "hi"}}\n')
+    stdin = b'{"session_id": "s1", "reason": "exit", "transcript_path": "%s"}' % str(transcript).encode()
+    done = _run_hook(event, project, env, stdin)
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done
+    assert done.stderr.count(b"\n") <= 2 and b"is a link" in done.stderr, done.stderr
+    copies = [p for p in (project / ".claude").iterdir() if not p.is_symlink() and b"dXNlcjpodW50ZXIy" in p.read_bytes()]
+    assert copies == []
+    assert secret.read_text() == '{"auths": {"registry.example": {"auth": "dXNlcjpodW50ZXIy"}}}\n'
+
+
+@pytest.mark.parametrize("name", ["playbook.hook.json", "playbook.recall.json"])
+@pytest.mark.parametrize("target", ["/dev/zero", "fifo"])
+@pytest.mark.parametrize("event", ["SessionStart", "UserPromptSubmit"])
+def test_a_projection_linked_to_a_device_or_fifo_beside_a_log_neither_hangs_nor_fills_memory(
+        tmp_path: Path, name: str, target: str, event: str) -> None:
+    project, _, env = _seeded(tmp_path)
+    if target == "fifo":
+        os.mkfifo(tmp_path / "fifo")
+        target = str(tmp_path / "fifo")
+    (project / ".claude" / name).unlink(missing_ok=True)
+    (project / ".claude" / name).symlink_to(target)
+    done = _run_hook(event, project, env, b'{"prompt": "pathlib for file paths"}')
+    assert done.returncode == 0 and b"Error" not in done.stderr, done.stderr
+    assert done.stderr.count(b"\n") <= 1, done.stderr
+    if name == "playbook.hook.json" or event == "UserPromptSubmit":  # the other is current: its fast path injects
+        assert done.stdout == b"", done
+
+
+def test_a_checkpoint_directory_linked_out_of_the_project_is_refused(tmp_path: Path) -> None:
+    from playbook.project import OutsideProject, repository
+
+    project, home, _ = _seeded(tmp_path)
+    (home / "work").mkdir()
+    (project / ".claude" / "playbook.checkpoints").symlink_to(home / "work", target_is_directory=True)
+    with pytest.raises(OutsideProject, match="is a link"):
+        repository(project)
+    assert list((home / "work").iterdir()) == []
