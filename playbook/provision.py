@@ -166,9 +166,12 @@ def _pip_of(python: str) -> list[str] | None:
 def _run(command: list[str], what: str) -> str:
     """Run one step, its output going to the set-up log (and returned); a failure is a SetupError."""
     print(f"$ {' '.join(command)}", flush=True)
+    # Without PYTHON* variables: a project's settings can set PYTHONPATH to itself for its hooks, and
+    # `python -m venv`, pip's own runner and the environment's interpreter would import from it.
+    env = {name: value for name, value in os.environ.items() if not name.startswith("PYTHON")}
     try:
         result = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                                timeout=STEP_TIMEOUT)
+                                timeout=STEP_TIMEOUT, env=env)
     except (OSError, subprocess.SubprocessError) as exc:
         raise SetupError(f"{what} failed: {exc}") from exc
     sys.stdout.write(result.stdout + result.stderr)

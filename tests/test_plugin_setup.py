@@ -181,3 +181,25 @@ def test_a_python_too_old_to_start_the_setup_is_one_line(tmp_path, project):
         assert result.stderr.count(b"\n") == 1 and b"older than Python 3.7" in result.stderr
     recall = run_hook("UserPromptSubmit", project, tmp_path / "data", path)
     assert (recall.returncode, recall.stdout, recall.stderr) == (0, b"", b"")
+
+
+def test_the_setup_imports_nothing_from_the_project_the_environment_points_to(tmp_path, project):
+    """A project's `.claude/settings.json` `env` reaches the hooks and the set-up they start: PYTHONPATH
+    naming the project must not make the set-up's interpreters import what the project holds."""
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    for name in ("sitecustomize", "usercustomize", "venv"):
+        code = f"open({str(markers / name)!r}, 'w').close()\n"
+        if name == "venv":
+            (project / "venv").mkdir()
+            (project / "venv" / "__init__.py").write_text(code)
+            (project / "venv" / "__main__.py").write_text(code)
+        else:
+            (project / f"{name}.py").write_text(code)
+    path = only(tmp_path, python3=base_python())
+    failure = assert_offline_setup_is_reported_once(
+        project, tmp_path / "data", path, PIP_CONFIG_FILE=os.devnull, PIP_NO_INDEX="1",
+        PIP_CACHE_DIR=str(tmp_path / "pip-cache"), PYTHONPATH=str(project), PYTHONSTARTUP=str(project / "venv.py"),
+        PYTHONUSERBASE=str(project))
+    assert "with pip failed" in failure["error"]
+    assert sorted(p.name for p in markers.iterdir()) == []
