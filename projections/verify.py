@@ -20,7 +20,6 @@ from .repository import PlaybookRepository
 from .snapshot import claimed_position, may_lag, read_snapshot, render
 
 
-
 class Problem(msgspec.Struct, frozen=True):
     file: str
     line: int | None
@@ -48,9 +47,10 @@ class Report(msgspec.Struct):
 def verify(repo: PlaybookRepository, strict: bool = False) -> Report:
     """Check the hash chain, the sequence and every transaction of the log, and that the snapshot is its projection.
 
-    Reads on the store's fast path: a chunk's chain is checked with one call up to its last commit, and
-    anything it does not vouch for is read again line by line, which names the first damaged line, so
-    the verdicts are those of `strict=True` (every line checked on its own, the slow road)."""
+    One pass on the store's fast path: a chunk's chain is checked with one call up to its last commit
+    and every line's seq against its place, and anything it does not vouch for is read again line by
+    line, which names the first damaged line, so the verdicts are those of `strict=True` (every line
+    checked on its own, the slow road; `tests/test_check_verdicts.py` compares the two)."""
     path = repo.log_path
     report = Report(log=str(path), snapshot=str(repo.snapshot_path), problems=[], notes=[])
     folded = PlaybookState()
