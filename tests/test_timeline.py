@@ -23,7 +23,7 @@ from projections.repository import PlaybookRepository
 from projections.snapshot import playbook_dict
 from projections.diff import apply_diff, diff
 from projections.revert import RevertConflict
-from projections import timeline as timeline_module
+from projections import history as history_module
 from projections.timeline import Timeline, TimelineError
 from projections.verify import verify
 
@@ -230,7 +230,7 @@ def reference_history(repo: PlaybookRepository, name: str, until: int | None = N
 @given(steps=st.lists(step, min_size=1, max_size=16), block=st.sampled_from([1 << 22, 200, 1500]))
 def test_history_in_one_backward_pass_equals_a_forward_read_of_every_transaction(tmp_path_factory, monkeypatch,
                                                                                   steps, block):
-    monkeypatch.setattr(timeline_module, "_BACK_BLOCK", block)  # many blocks, transactions longer than one
+    monkeypatch.setattr(history_module, "_BACK_BLOCK", block)  # many blocks, transactions longer than one
     repo = fresh_repo(tmp_path_factory)
     build(repo, steps)
     names = {name for t in LogReader(repo.store.path) for e in t.events for name in touched_names(e)}

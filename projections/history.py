@@ -1,0 +1,189 @@
+"""The history search: the committed transactions that mention an entry, or any entry merged into it,
+found in one backward pass over the log by byte search, and what each event leaves of the entry.
+
+`playbook history` reads these through `Timeline.history`; neither folds the log.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from eventlog import events as ev
+from eventlog import logformat
+from eventlog.checks import find_damage
+from eventlog.domain import KeyPoint
+from eventlog.errors import CorruptLogError
+from eventlog.events import Event, TransactionCommitted
+from eventlog.registry import json_string
+from eventlog.store import Position, Transaction
+
+_WINDOW = 64 << 10
+_BACK_BLOCK = 4 << 20
+_CREATING = (ev.KeyPointAdded, ev.KeyPointsMerged)
+"""Events that give an entry a name never issued before."""
+
+
+def damaged(path: Path, end: int) -> CorruptLogError:
+    found = find_damage(path, end)
+    return found or CorruptLogError(path, 0, end, "a transaction does not read back whole")
+
+
+def mentioning(path: Path, name: str) -> dict[str, list[Transaction]]:
+    """The committed transactions whose bytes hold `name`, or any entry merged into it, as a JSON string:
+    per name, oldest first.
+
+    Reads the file once, backwards from its last commit line, in blocks that begin and end at transaction
+    boundaries: a merge is met before the entries it merged, so their names join the search as soon as it
+    is, and the blocks still ahead are searched for them too. A transaction that does not decode is damage,
+    reported with its line and byte."""
+    found: dict[str, dict[int, Transaction]] = {}
+    needles: dict[str, bytes] = {}
+    first = json_string(name)
+    if first is None:
+        return {}
+    needles[name] = first
+    followed = {name}
+    try:
+        handle = open(path, "rb")
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    with handle:
+        high = _last_commit_end(handle)
+        while high > 0:
+            low, data, begin = _block_before(handle, high)
+            _search_block(path, data, begin, low, needles, followed, found)
+            high = low + begin
+    return {entry: [by_start[key] for key in sorted(by_start)] for entry, by_start in found.items()}
+
+
+def _last_commit_end(handle: IO[bytes]) -> int:
+    """The end of the file's last whole commit line (0 when it has none): what follows is an unfinished tail."""
+    size = os.fstat(handle.fileno()).st_size
+    high, window = size, _WINDOW
+    while high > 0:
+        low = max(high - window, 0)
+        handle.seek(low)
+        data = handle.read(size - low)
+        at = data.rfind(logformat.NEWLINE_COMMIT)
+        if at >= 0:
+            end = data.find(b"\n", at + 1)
+            if end >= 0:
+                return low + end + 1
+            high = low + at + 1  # an unfinished commit line: look before it
+        elif low == 0:
+            if data.startswith(logformat.COMMIT) and (end := data.find(b"\n")) >= 0:
+                return end + 1
+            return 0
+        else:
+            high = low + len(logformat.NEWLINE_COMMIT)
+        window *= 2
+    return 0
+
+
+def _block_before(handle: IO[bytes], high: int) -> tuple[int, bytes, int]:
+    """(low, data, begin): the bytes from `low` to `high` (a transaction boundary), where `data[begin:]` is
+    whole transactions and `low + begin` is the next boundary back (0 at the file's start)."""
+    size = _BACK_BLOCK
+    while True:
+        low = max(high - size, 0)
+        handle.seek(low)
+        data = handle.read(high - low)
+        if low == 0:
+            return 0, data, 0
+        at = data.find(logformat.NEWLINE_COMMIT)
+        if at >= 0:
+            end = data.find(b"\n", at + 1) + 1
+            if 0 < end < len(data):
+                return low, data, end
+        size *= 2  # one transaction longer than the block
+
+
+def _search_block(path: Path, data: bytes, begin: int, low: int, needles: dict[str, bytes], followed: set[str],
+                  found: dict[str, dict[int, Transaction]]) -> None:
+    """Add the transactions of `data[begin:]` that hold a needle to `found`; a merge into a name searched
+    for adds its sources' names to `needles`, searched for in this block and every one before it.
+
+    A source's search ends at the KeyPointAdded or KeyPointsMerged that created it: the log gives those a
+    name past every one it issued before, so nothing earlier names it. The search for the entry asked about
+    runs to the file's start. One needle is a byte search, several one regular expression of them."""
+    searched: set[str] = set()
+    decoded: dict[int, Transaction] = {}
+    while pending := {needle: entry for entry, needle in needles.items() if entry not in searched}:
+        searched.update(pending.values())
+        for at, needle in _hits(data, begin, pending):
+            start, end = _transaction_bounds(data, begin, at)
+            transaction = decoded.get(start)
+            if transaction is None:
+                transaction = decoded[start] = _decode_transaction(path, data, start, end, low)
+                for event in transaction.events:
+                    if isinstance(event, ev.KeyPointsMerged) and event.name in followed:
+                        for source in event.sources:
+                            if source not in followed and (encoded := json_string(source)) is not None:
+                                followed.add(source)
+                                needles[source] = encoded
+            found.setdefault(pending[needle], {})[low + start] = transaction
+    first = next(iter(needles))  # the entry asked about: searched to the start
+    for transaction in decoded.values():
+        for event in transaction.events:
+            if isinstance(event, _CREATING) and event.name != first:
+                needles.pop(event.name, None)
+
+
+def _hits(data: bytes, begin: int, needles: dict[bytes, str]) -> Iterator[tuple[int, bytes]]:
+    """(offset, needle) of each occurrence of the needles in `data` from `begin`."""
+    if len(needles) == 1:
+        needle = next(iter(needles))
+        at = data.find(needle, begin)
+        while at >= 0:
+            yield at, needle
+            at = data.find(needle, at + 1)
+        return
+    longest_first = sorted(needles, key=len, reverse=True)  # one needle may begin another: match the longer
+    pattern = re.compile(b"|".join(re.escape(needle) for needle in longest_first))
+    for match in pattern.finditer(data, begin):
+        yield match.start(), match.group()
+
+
+def _transaction_bounds(data: bytes, begin: int, at: int) -> tuple[int, int]:
+    """(start, end) in `data` of the transaction whose bytes include `at`, `data[begin:]` being whole ones."""
+    line_start = data.rfind(b"\n", begin, at) + 1 or begin
+    previous = data.rfind(logformat.NEWLINE_COMMIT, max(begin - 1, 0), line_start)
+    if previous >= 0:
+        start = data.index(b"\n", previous + 1) + 1
+    elif begin == 0 and line_start > 0 and data.startswith(logformat.COMMIT):
+        start = data.index(b"\n") + 1
+    else:
+        start = begin
+    return start, logformat.next_commit_end(data, line_start)
+
+
+def _decode_transaction(path: Path, data: bytes, start: int, end: int, low: int) -> Transaction:
+    try:
+        records = logformat.decode_records(data[start:end])
+    except logformat.DECODE_ERRORS:
+        raise damaged(path, low + end) from None
+    commit = records[-1]
+    if type(commit) is not TransactionCommitted:
+        raise damaged(path, low + end)
+    first = records[0].seq if len(records) > 1 else commit.seq
+    return Transaction(events=records[:-1], commit=commit, start=Position(low + start, first - 1, "", 0),
+                       end=Position(low + end, commit.seq, "", 0))
+
+
+def entry_after(kp: KeyPoint | None, event: Event, name: str) -> KeyPoint | None:
+    match event:
+        case ev.KeyPointAdded(text=text, helpful=h, harmful=hh) | ev.KeyPointImported(text=text, helpful=h, harmful=hh):
+            return KeyPoint(name, text, h, hh)
+        case ev.KeyPointsMerged(name=merged, text=text, helpful=h, harmful=hh):
+            return KeyPoint(name, text, h, hh) if merged == name else None
+        case ev.KeyPointUpdated(text=text) if kp is not None:
+            return KeyPoint(name, text, kp.helpful, kp.harmful)
+        case ev.KeyPointEvaluated(helpful=h, harmful=hh) | ev.CountersSet(helpful=h, harmful=hh) if kp is not None:
+            return KeyPoint(name, kp.text, h, hh)
+        case ev.KeyPointDeleted() | ev.KeyPointPruned():
+            return None
+    return kp
