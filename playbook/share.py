@@ -200,9 +200,22 @@ def is_registered(project: Path) -> bool:
     return _git(project, "config", "--get", f"merge.{DRIVER}.driver", check=False).strip() == driver_command()
 
 
+MAX_ATTRIBUTES_BYTES = 1 << 20
+
+
 def names_our_driver(project: Path) -> bool:
-    text = _read(project / ".gitattributes")
-    return text is not None and f"merge={DRIVER}" in text
+    """True when the project's .gitattributes names the merge driver. Read as git reads it (never through a
+    link), non-blocking and at most MAX_ATTRIBUTES_BYTES: every learning hook asks, and a repository can carry
+    the file as a link to /dev/zero or a FIFO."""
+    try:
+        fd = os.open(project / ".gitattributes", os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return False
+        text = handle.read(MAX_ATTRIBUTES_BYTES)
+    return f"merge={DRIVER}".encode() in text
 
 
 def ensure_registered(project: Path) -> None:

@@ -258,3 +258,21 @@ def test_a_checkpoint_directory_linked_out_of_the_project_is_refused(tmp_path: P
     with pytest.raises(OutsideProject, match="is a link"):
         repository(project)
     assert list((home / "work").iterdir()) == []
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "fifo"])
+def test_a_gitattributes_linked_to_a_device_or_fifo_neither_hangs_nor_fills_a_learning_hook(tmp_path: Path,
+                                                                                             target: str) -> None:
+    project, home, env = _seeded(tmp_path)
+    if target == "fifo":
+        os.mkfifo(tmp_path / "fifo")
+        target = str(tmp_path / "fifo")
+    (project / ".gitattributes").symlink_to(target)
+    transcript = home / ".claude" / "projects" / "p" / "t.jsonl"
+    transcript.parent.mkdir(parents=True)
+    transcript.write_text('{"type": "user", "message": {"content": "hi"}}\n')
+    stdin = b'{"session_id": "s1", "reason": "exit", "transcript_path": "%s"}' % str(transcript).encode()
+    done = _run_hook("SessionEnd", project, env | {"PLAYBOOK_UPDATE_ON_EXIT": "1"}, stdin)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b""), done
+    requested = (project / ".claude" / "playbook.events.jsonl").read_text()
+    assert '"LearningRequested"' in requested
