@@ -152,7 +152,10 @@ def _is_shell(text: str) -> bool:
     return program in _SHELLS
 
 
-def _install_hook(path: Path, name: str) -> str:
+def _install_hook(path: Path, name: str, within: tuple[Path, ...]) -> str:
+    if path.is_symlink() and not any(path.resolve().is_relative_to(place) for place in within):
+        # A directory that is no clone of ours brings its own .git: its hook may be a link to a script of the user's.
+        return f"left {path} as it is (a link out of the repository): run `playbook rebuild` after git changes the log"
     text = _read(path)
     if text is None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -190,8 +193,9 @@ def register(project: Path) -> list[str]:
         return ["git hooks not installed: core.hooksPath points outside the repository; run `playbook rebuild` "
                 "after git changes the log"]
     notes = []
+    within = (project.resolve(), (project / _git(project, "rev-parse", "--git-common-dir").strip()).resolve())
     for name in GIT_HOOKS:
-        if note := _install_hook(hooks / name, name):
+        if note := _install_hook(hooks / name, name, within):
             notes.append(note)
     return notes
 

@@ -276,3 +276,27 @@ def test_a_gitattributes_linked_to_a_device_or_fifo_neither_hangs_nor_fills_a_le
     assert (done.returncode, done.stdout, done.stderr) == (0, b"", b""), done
     requested = (project / ".claude" / "playbook.events.jsonl").read_text()
     assert '"LearningRequested"' in requested
+
+
+def test_a_learning_hook_writes_no_git_hook_through_a_link_out_of_the_repository(tmp_path: Path) -> None:
+    """A directory that is not a clone (an archive, a shared folder) brings its own `.git`: a git hook there
+    that links to a script of the user's is left as it is when a learning hook registers the merge driver."""
+    project, home, env = _seeded(tmp_path)
+    subprocess.run(["git", "init", "-q", str(project)], check=True, capture_output=True)
+    (project / ".gitattributes").write_text(".claude/playbook.events.jsonl merge=playbook eol=lf\n")
+    script = home / "bin" / "deploy"
+    script.parent.mkdir()
+    script.write_text("#!/bin/sh\necho deploying\n")
+    hooks = project / ".git" / "hooks"
+    hooks.mkdir(exist_ok=True)
+    for name in ("post-merge", "post-checkout", "post-rewrite", "post-commit"):
+        (hooks / name).symlink_to(script)
+    transcript = home / ".claude" / "projects" / "p" / "t.jsonl"
+    transcript.parent.mkdir(parents=True)
+    transcript.write_text('{"type": "user", "message": {"content": "hi"}}\n')
+    stdin = b'{"session_id": "s1", "reason": "exit", "transcript_path": "%s"}' % str(transcript).encode()
+    done = _run_hook("SessionEnd", project, env | {"PLAYBOOK_UPDATE_ON_EXIT": "1"}, stdin)
+    assert (done.returncode, done.stdout) == (0, b""), done
+    assert script.read_text() == "#!/bin/sh\necho deploying\n"
+    config = subprocess.run(["git", "config", "--get", "merge.playbook.driver"], cwd=project, capture_output=True)
+    assert b"merge-driver" in config.stdout  # the driver itself is registered
