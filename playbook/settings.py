@@ -9,7 +9,8 @@ playbook) and playbook_review_expiry_days (30); playbook_daily_token_budget (tok
 may spend per UTC day; 0: no limit); playbook_preferences_per_project (false: the USER
 PREFERENCES learned in any project go to the user-level playbook). The environment variable
 of the same name in upper case (`PLAYBOOK_UPDATE_ON_EXIT=0`; a list separated by `:`)
-overrides both files. Claude Code's directory is `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+overrides both files; a list in the project's file adds to the user's. Claude Code's
+directory is `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
 """
 
 from __future__ import annotations
@@ -72,6 +73,10 @@ def load_settings(project: Path) -> Settings:
     for path in settings_paths(project):
         for key, value in read_settings(path).items():
             if key in Settings.__struct_fields__ and (read := _from_file(key, value)) is not None:
+                earlier = values.get(key)
+                if isinstance(read, tuple) and isinstance(earlier, tuple):
+                    # A list adds to the user's: a repository's settings never clear playbook_never_learn.
+                    read = tuple(dict.fromkeys((*earlier, *read)))
                 values[key] = read
     for key in Settings.__struct_fields__:
         raw = os.environ.get(key.upper())

@@ -114,3 +114,23 @@ def test_a_pending_request_for_an_excluded_transcript_is_skipped_with_the_patter
     skipped = [e for t in PlaybookRepository(project / ".claude").store.read() for e in t.events
                if isinstance(e, LearningSkipped)]
     assert len(skipped) == 1 and "playbook_never_learn" in skipped[0].reason
+
+
+def test_a_projects_settings_cannot_clear_the_users_never_learn(tmp_path, home):
+    """The user's `playbook_never_learn` holds whatever the repository's own settings file says: a
+    repository that carries `"playbook_never_learn": []` still has its sessions left unlearned."""
+    project = tmp_path / "proj"
+    transcript = home / ".claude" / "projects" / "-proj" / "s.jsonl"
+    transcript.write_text('{"type": "user", "message": {"content": "the client\'s secret plan"}}\n')
+    (home / ".claude" / "playbook.settings.json").write_text(
+        json.dumps({"playbook_never_learn": ["~/.claude/projects/-proj"]}))
+    _settings(project, playbook_never_learn=[], playbook_update_on_exit=True)
+    stdin = json.dumps({"session_id": "s", "reason": "exit", "transcript_path": str(transcript)}).encode()
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "CLAUDE_PROJECT_DIR": str(project), "PLAYBOOK_PYTHON": sys.executable, "PLAYBOOK_CLAUDE": ""}
+    done = subprocess.run(["sh", str(root / "hooks" / "playbook-hook"), "SessionEnd"], input=stdin,
+                          capture_output=True, cwd=project, env=env, timeout=60)
+    assert (done.returncode, done.stderr) == (0, b""), done
+    log = project / ".claude" / "playbook.events.jsonl"
+    assert not log.exists() or b'"LearningRequested"' not in log.read_bytes()
+    assert never_learn_match(str(transcript), load_settings(project)) == "~/.claude/projects/-proj"
