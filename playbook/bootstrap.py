@@ -311,9 +311,6 @@ class Progress:
 def run(project: Path, *, dry_run: bool = False, limit: int | None = None, since: datetime | None = None,
         ignore_budget: bool = False, stream: TextIO | None = None) -> int:
     """The `playbook bootstrap` command: prints what it would do or did (on stdout); returns the exit status."""
-    from projections.usage import spent_on
-
-    from .backend import DEFAULT_MODEL, model_config
     from .safe_text import clean
 
     stream = stream if stream is not None else sys.stdout
@@ -328,20 +325,40 @@ def run(project: Path, *, dry_run: bool = False, limit: int | None = None, since
         print(f"bootstrap: no Claude Code sessions of this project in {clean(str(where))}", file=stream)
         return 0
     if dry_run:
-        config = model_config()
-        model = config.model if config is not None else DEFAULT_MODEL
-        estimates = estimate(todo, state, model)
-        for item in estimates:
-            cost = f"${item.cost_usd:.4f}" if item.cost_usd is not None else "unknown cost"
-            print(f"{item.session.started[:19].replace('T', ' ')}  {item.session.size:>10,} B  "
-                  f"~{item.tokens:>8,} tokens  {cost:>10}  {clean(shown(item.session, project))}", file=stream)
-        tokens = sum(item.tokens for item in estimates)
-        costs = [item.cost_usd for item in estimates if item.cost_usd is not None]
-        learned = sum(not s.new for s in found)
-        print(f"bootstrap --dry-run: {len(estimates)} of {len(found)} sessions to learn ({learned} already "
-              f"learned), about {tokens:,} tokens, about ${sum(costs):.2f} with {clean(model)}; nothing was sent",
-              file=stream)
-        return 0
+        _print_estimates(project, state, found, todo, stream)
+    else:
+        _learn_all(project, repo, todo, ignore_budget, stream)
+    return 0
+
+
+def _print_estimates(project: Path, state: PlaybookState, found: list[Session], todo: list[Session],
+                     stream: TextIO) -> None:
+    """`bootstrap --dry-run`: one line per session to learn (size, tokens, cost), then the totals."""
+    from .backend import DEFAULT_MODEL, model_config
+    from .safe_text import clean
+
+    config = model_config()
+    model = config.model if config is not None else DEFAULT_MODEL
+    estimates = estimate(todo, state, model)
+    for item in estimates:
+        cost = f"${item.cost_usd:.4f}" if item.cost_usd is not None else "unknown cost"
+        print(f"{item.session.started[:19].replace('T', ' ')}  {item.session.size:>10,} B  "
+              f"~{item.tokens:>8,} tokens  {cost:>10}  {clean(shown(item.session, project))}", file=stream)
+    tokens = sum(item.tokens for item in estimates)
+    costs = [item.cost_usd for item in estimates if item.cost_usd is not None]
+    learned = sum(not s.new for s in found)
+    print(f"bootstrap --dry-run: {len(estimates)} of {len(found)} sessions to learn ({learned} already "
+          f"learned), about {tokens:,} tokens, about ${sum(costs):.2f} with {clean(model)}; nothing was sent",
+          file=stream)
+
+
+def _learn_all(project: Path, repo: PlaybookRepository, todo: list[Session], ignore_budget: bool,
+               stream: TextIO) -> None:
+    """Learn `todo` with progress shown, then one line of outcomes and tokens, and what is left."""
+    from projections.usage import spent_on
+
+    from .safe_text import clean
+
     progress = Progress(len(todo), stream, project)
     before = spent_on(repo).tokens
     try:
@@ -360,4 +377,3 @@ def run(project: Path, *, dry_run: bool = False, limit: int | None = None, since
         print(f"bootstrap: stopped with {left} session(s) left: {clean(result.stopped)}", file=stream)
     elif left == 0:
         print("bootstrap: every session of this project is learned", file=stream)
-    return 0

@@ -16,7 +16,8 @@ from projections.anchors import ANCHORS_NAME
 from projections.purge import Purged, Redact, purge
 from projections.repository import LOG_NAME
 
-from .audit_commands import _out_json, playbook_of
+from .output import out_json
+from .project import playbook_of
 from .safe_text import clean
 
 MATCH_REDACTION = "[REDACTED:match]"
@@ -88,7 +89,7 @@ def cmd_purge(args: argparse.Namespace) -> int:
     if args.json:
         import msgspec
 
-        _out_json({**msgspec.to_builtins(result), "still_holding": [str(p) for p in leftovers]})
+        out_json({**msgspec.to_builtins(result), "still_holding": [str(p) for p in leftovers]})
         return 0
     for line in _lines(result, leftovers, repo.claude_dir / ANCHORS_NAME):
         print(line)

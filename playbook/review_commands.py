@@ -8,9 +8,23 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
-from .audit_commands import _out, _out_json, _style, project_dir
-from .project import repository
+from .output import out, out_json, stdout_style
+from .project import project_dir, repository
+
+
+
+def add_review(add: Callable[..., argparse.ArgumentParser]) -> None:
+    """Register review with the parser's `add`."""
+    rev = add("review", cmd_review, "the proposals learning recorded with playbook_review on: list them, or (on a "
+              "terminal) walk through them to accept, reject or edit; or decide with the options")
+    rev.add_argument("--accept-all", action="store_true", help="accept every pending proposal, each learning "
+                     "cycle's together as that cycle would have applied them (a changed target is refused)")
+    rev.add_argument("--accept", metavar="ID", help="accept one proposal")
+    rev.add_argument("--edit", nargs=2, metavar=("ID", "TEXT"), help="accept one proposal with its text replaced")
+    rev.add_argument("--reject", metavar="ID", help="reject one proposal")
+    rev.add_argument("--reason", metavar="TEXT", help="with --reject: why")
 
 
 def cmd_review(args: argparse.Namespace) -> int:
@@ -37,14 +51,14 @@ def cmd_review(args: argparse.Namespace) -> int:
     else:
         proposals = review.pending(repo)
         if args.json:
-            _out_json({"proposals": proposals})
+            out_json({"proposals": proposals})
         else:
-            _out(report.proposal_lines(proposals, _style()))
+            out(report.proposal_lines(proposals, stdout_style()))
         return 0
     if args.json:
-        _out_json({"decisions": decisions})
+        out_json({"decisions": decisions})
     else:
-        _out(report.decision_lines(decisions, _style()) or ["no pending proposals"])
+        out(report.decision_lines(decisions, stdout_style()) or ["no pending proposals"])
     # One proposal asked for and not accepted is a failure a script should see; --accept-all reports each.
     return 1 if any(d.outcome in ("refused", "held") for d in decisions) and not args.accept_all else 0
 
@@ -53,13 +67,13 @@ def _review_walk(repo) -> int:
     """Walk through the pending proposals on a terminal: accept, reject with a reason, edit then accept."""
     from . import report, review
 
-    style = _style()
+    style = stdout_style()
     proposals = review.pending(repo)
     if not proposals:
-        _out("no pending proposals")
+        out("no pending proposals")
         return 0
     for number, proposal in enumerate(proposals, 1):
-        _out(report.proposal_lines([proposal], style, heading=f"proposal {number} of {len(proposals)}"))
+        out(report.proposal_lines([proposal], style, heading=f"proposal {number} of {len(proposals)}"))
         while True:
             try:
                 answer = input("[a]ccept, [r]eject, [e]dit then accept, [s]kip, [q]uit? ").strip().lower()[:1]
@@ -71,7 +85,7 @@ def _review_walk(repo) -> int:
                 elif answer == "r":
                     decision = review.reject(repo, proposal.id, input("reason: "))
                 elif answer == "e":
-                    _out(f"current text: {report.clean(review.operation_text(proposal.operation))}")
+                    out(f"current text: {report.clean(review.operation_text(proposal.operation))}")
                     decision = review.accept(repo, proposal.id, text=input("new text: "))
                 elif answer == "s":
                     break
@@ -82,8 +96,8 @@ def _review_walk(repo) -> int:
             except EOFError:
                 return 0
             except review.ReviewError as exc:
-                _out(f"playbook: {report.clean(str(exc))}")
+                out(f"playbook: {report.clean(str(exc))}")
                 continue
-            _out(report.decision_lines([decision], style))
+            out(report.decision_lines([decision], style))
             break
     return 0
