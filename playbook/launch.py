@@ -11,6 +11,7 @@ imported from the directory a hook runs in.
 
 from __future__ import annotations
 
+import io  # already loaded by the interpreter's start: free
 import os
 import sys
 
@@ -38,6 +39,29 @@ def search_path() -> list[str]:
     return [own, *(path for path in site_packages() if path != own)]
 
 
+def quiet_learning_hook(event: str) -> io.BytesIO | None:
+    """Exit now when the learning hook `event` has nothing to do (`playbook.quick_hook`), before the log's
+    machinery is imported; otherwise the hook input read, for the full hook to read in turn (None: read
+    nothing, the full hook reads stdin itself)."""
+    if os.environ.get("PLAYBOOK_LEARNER"):
+        sys.exit(0)  # a session the learner itself started: `run_hook` does nothing either
+    if sys.stdin is None:
+        return None
+    try:
+        raw = sys.stdin.buffer.read((1 << 20) + 1)
+    except (AttributeError, OSError, ValueError):
+        return None
+    try:
+        from playbook.quick_hook import nothing_to_do
+
+        quiet = nothing_to_do(event, raw)
+    except Exception:  # undecided: the full hook decides, and says what is wrong
+        quiet = False
+    if quiet:
+        sys.exit(0)
+    return io.BytesIO(raw)
+
+
 def main() -> None:
     sys.path[:0] = search_path()
     hook = sys.argv[1:2] == ["hook"]
@@ -47,6 +71,9 @@ def main() -> None:
         code = show(sys.argv[1:])
         if code is not None:
             sys.exit(code)
+    stdin = None
+    if hook and len(sys.argv) == 3 and sys.argv[2] in ("SessionEnd", "PreCompact", "SubagentStop"):
+        stdin = quiet_learning_hook(sys.argv[2])
     try:
         if hook and len(sys.argv) == 3:  # `hook EVENT`, what Claude Code runs: no command line to parse
             from playbook.hooks import run_hook
@@ -61,7 +88,7 @@ def main() -> None:
                 stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
             except (AttributeError, ValueError, OSError):  # closed, None, or not a text stream
                 pass
-        sys.exit(run_hook(sys.argv[2]))
+        sys.exit(run_hook(sys.argv[2], stdin))
     sys.exit(run())
 
 
