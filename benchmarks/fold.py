@@ -483,13 +483,15 @@ def bench_fold(table: Table, root: Path, size: int, reps: int, memory: bool) -> 
     return figures
 
 
-def _append_10_adds(claude_dir: Path, tag: str) -> float:
-    """Seconds for one real append of 10 ADD operations (the repository object is made per call, as a hook does)."""
+def _append_10_adds(claude_dir: Path, tag: str, writer: Any = None) -> float:
+    """Seconds for one real append of 10 ADD operations, by `writer` (a PlaybookRepository) when given, else by
+    a repository object made for the call, as a hook does."""
     from projections.repository import PlaybookRepository
 
     ops = _ops(tag)
     started = time.perf_counter()
-    committed = PlaybookRepository(claude_dir).append([ApplyOperations(ops)], Cause(source="bench"))
+    repo = writer if writer is not None else PlaybookRepository(claude_dir)
+    committed = repo.append([ApplyOperations(ops)], Cause(source="bench"))
     elapsed = time.perf_counter() - started
     assert committed is not None and len(committed.events) == 10
     return elapsed
@@ -572,7 +574,11 @@ def bench_append_scale(table: Table, root: Path, appends: int, small: int = 50, 
 
     Appends alternate between the two projects, `run` in a row on each, then both go back to their
     prepared log and files (untimed): each timed append is one of a real sequence, so the rewrites of
-    playbook.json that a large one spreads over several appends are among the figures, at their rate."""
+    playbook.json that a large one spreads over several appends are among the figures, at their rate.
+    Each project has one writer (a PlaybookRepository kept across its appends, as a learning cycle or a
+    long-lived process keeps it); the first append after a reset finds the files changed under it and reads
+    them again, as it would after another process's write."""
+    from projections.repository import PlaybookRepository
     from projections.snapshot import write_atomically
 
     projects = {}
@@ -598,10 +604,11 @@ def bench_append_scale(table: Table, root: Path, appends: int, small: int = 50, 
         reset(size)
     times: dict[int, list[float]] = {small: [], large: []}
     cpu: dict[int, list[float]] = {small: [], large: []}
+    writers = {size: PlaybookRepository(projects[size][0]) for size in projects}
     for index in range(appends):
         for size in (small, large):  # interleaved: the machine's noise hits both alike
             started = time.process_time()
-            times[size].append(_append_10_adds(projects[size][0], f"r{index}"))
+            times[size].append(_append_10_adds(projects[size][0], f"r{index}", writers[size]))
             cpu[size].append(time.process_time() - started)
         if (index + 1) % run == 0:
             for size in projects:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from typing import Protocol
 
+from .decision import Decision
 from .domain import PlaybookState
 from .errors import CorruptLogError
 from .events import Cause, Event, TailRepaired
@@ -55,15 +56,19 @@ class EventStore(Protocol):
 
 
 def commit(store: EventStore, state: PlaybookState, position: Position, decide: Decider,
-           cause: Cause) -> Committed | None:
+           cause: Cause, shared: bool = False) -> Committed | None:
     """Append what `decide` returns for the state at the log's end, as one transaction; None when nothing.
 
     `state`/`position` are a known point of the log (a checkpoint); a position the log no
     longer holds is ignored and the whole log folded. The caller holds `store.locked()`.
-    `state` is changed in place and returned in the result.
+    `state` is changed in place and returned in the result; with `shared` (someone else holds
+    `state` too) it is left as it is and the result holds a state of its own, which shares the
+    entries no event changed.
     """
     if position.offset and not store.holds(position):
-        state, position = PlaybookState(), Position()
+        state, position, shared = PlaybookState(), Position(), False
+    if shared and store.size() != position.offset:
+        state, shared = state.copy(), False  # the fold below changes it in place
     state, position, torn = store.fold(state, position)
     events: list[Event] = []
     if torn is not None and torn.damage is not None:
@@ -77,7 +82,13 @@ def commit(store: EventStore, state: PlaybookState, position: Position, decide: 
         return None
     events.extend(decided)
     written = store.write(position, events, cause)
-    for event in written.events:
-        apply(state, event)
+    if shared:
+        apart = Decision(state)  # copies an entry only before an event would change it in place
+        for event in written.events:
+            apart.emit(event)
+        state = apart.state
+    else:
+        for event in written.events:
+            apply(state, event)
     state.seq = written.commit.seq
     return Committed(events=written.events, commit=written.commit, state=state, position=written.position)

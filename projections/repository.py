@@ -53,6 +53,17 @@ class Housekept(NamedTuple):
     taken_in: tuple[Committed, ...]
 
 
+class _Kept(NamedTuple):
+    """What a writer keeps of its last append: the state and position it wrote, and the marks that say nothing
+    else wrote since (the log's inode, size and mtime; playbook.json's digest, the log end it reflects, its size)."""
+
+    state: PlaybookState
+    position: Position
+    log_mark: tuple[int, int, int]
+    snapshot_digest: str
+    reflected: tuple[int, int]
+
+
 class TakenIn(NamedTuple):
     """The up-to-date state, and the transactions appended for what waited outside the log to get it."""
 
@@ -102,6 +113,9 @@ class PlaybookRepository:
         self._taken_in: list[Committed] = []
         self._reflected: tuple[int, int] | None = None
         """Where the log ended for the untouched playbook.json the last housekeeping read, and its size."""
+        self._reflected_digest = ""
+        self._kept: _Kept | None = None
+        """The state this object's last append left, trusted by the next one while nothing else wrote."""
         self.diverged: Divergence | None = None
         """Set when this object's last read left in place a playbook.json that holds what the log does not."""
 
@@ -231,20 +245,63 @@ class PlaybookRepository:
         likewise, since the hook prints whatever the file holds. No directory is fsynced: a rename a crash
         undoes leaves the previous file, whole and marked with an older log position, which readers fold
         forward or take for stale. Only the log's creation fsyncs its directory.
+
+        The object keeps the state and position its append left, and its next append starts from them
+        instead of rebuilding the state from playbook.json, while the log's inode, size and mtime and
+        playbook.json's digest are still those it left: another writer's append, a hand edit, a lost or
+        replaced file sends it back to reading the files. The state a call returns is the writer's, to read: a
+        later call leaves it as it is.
         """
         decider: Decider = commands if callable(commands) else (lambda state: decide_all(state, commands))
         with self.store.locked():
-            state, position, _taken_in = self._housekeep()
-            reflected = self._reflected
-            committed = commit(self.store, state, position, decider, cause)
+            kept, self._kept = self._kept, None
+            resumed = self._resume(kept)
+            reflected: tuple[int, int] | None
+            if resumed is not None:
+                state, position, reflected, digest = resumed
+            else:
+                state, position, _taken_in = self._housekeep()
+                reflected, digest = self._reflected, self._reflected_digest
+            committed = commit(self.store, state, position, decider, cause, shared=resumed is not None)
             if committed is not None:
                 if checkpoints.crosses(position.seq, committed.position.seq):
                     checkpoints.save(self.claude_dir / checkpoints.CHECKPOINT_DIR, committed.state, committed.position)
                 state, position = committed.state, committed.position
                 fault("before-snapshot")
             lagging = reflected is not None and may_lag(reflected[1], reflected[0], position.offset)
-            self._write_snapshot(state, position, recall=False, snapshot=not lagging)
+            written = self._write_snapshot(state, position, recall=False, snapshot=not lagging)
+            if written is not None:
+                reflected, digest = (position.offset, self.snapshot_path.stat().st_size), written
+            mark = self._log_mark()
+            if mark is not None and reflected is not None and digest and mark[1] == position.offset:
+                self._kept = _Kept(state, position, mark, digest, reflected)
             return committed
+
+    def _log_mark(self) -> tuple[int, int, int] | None:
+        """The log file's inode, size and mtime: any write to it, or its replacement, changes one of them."""
+        if not isinstance(self.store, JsonlEventStore):
+            return None
+        try:
+            found = os.stat(self.log_path)
+        except OSError:
+            return None
+        return found.st_ino, found.st_size, found.st_mtime_ns
+
+    def _resume(self, kept: _Kept | None) -> tuple[PlaybookState, Position, tuple[int, int], str] | None:
+        """Under the lock: what this object's last append left, when nothing else wrote the log or playbook.json
+        since (`_housekeep`'s result, without rebuilding the state); None otherwise.
+
+        playbook.json is read whole (its digest checked against the one written or read then); a hand edit,
+        a lost or unreadable file, or another writer's append, fails the check."""
+        if kept is None or self._log_mark() != kept.log_mark:
+            return None
+        found = read_snapshot(self.snapshot_path)
+        if (found is None or found.snapshot is None or found.snapshot.log is None
+                or found.snapshot.log.digest != kept.snapshot_digest or found.size != kept.reflected[1]):
+            return None
+        self._remove_stale_temps()
+        self.diverged = None
+        return kept.state, kept.position, kept.reflected, kept.snapshot_digest
 
     def refresh(self, writing: bool = False) -> PlaybookState:
         """Bring playbook.json, the injection projection and the recall index up to date with the log.
@@ -288,16 +345,17 @@ class PlaybookRepository:
         return position
 
     def _write_snapshot(self, state: PlaybookState, position: Position, force: bool = False,
-                        recall: bool = True, snapshot: bool = True) -> None:
+                        recall: bool = True, snapshot: bool = True) -> str | None:
         """Write playbook.json (unless `snapshot` is false) and the injection projection, each only when its
-        bytes change; the recall index too unless `recall` is false.
+        bytes change; the recall index too unless `recall` is false. Returns playbook.json's digest when written.
 
         An append leaves the recall index behind (its stamp then names an older log size): it costs a pass
         over every left-out key point, and only a prompt needs it, so the prompt hook that finds it stale
         brings it up to date (`refresh`) before it reads it."""
+        digest = None
         try:
             if snapshot:
-                write_snapshot(self.snapshot_path, state, position, force)
+                digest = write_snapshot(self.snapshot_path, state, position, force)
             project = self.claude_dir.parent
             stamp = settings_stamp(project)  # before the settings are read: a change meanwhile leaves it stale
             mtime = self.snapshot_path.stat().st_mtime_ns
@@ -311,6 +369,7 @@ class PlaybookRepository:
                                          recall_file(position.offset, mtime, stamp, state, planned.left_out, project))
         except OSError as exc:
             raise StorageError.failed("write", self.snapshot_path, exc) from exc
+        return digest
 
     @staticmethod
     def _replace_if_changed(path: Path, data: bytes) -> None:
@@ -331,7 +390,7 @@ class PlaybookRepository:
 
     def _take_in_outside(self, writing: bool) -> Housekept:
         self._remove_stale_temps()
-        self._reflected = None
+        self._reflected, self._reflected_digest, self._kept = None, "", None
         found = read_snapshot(self.snapshot_path)
         self.diverged = self._divergence(found)
         if self.diverged is not None:
@@ -365,6 +424,7 @@ class PlaybookRepository:
             return self._import_manual_edit(found)
         if found is not None and found.snapshot is not None and found.snapshot.log is not None:
             self._reflected = (found.snapshot.log.offset, found.size)  # not diverged: the log holds that position
+            self._reflected_digest = found.snapshot.log.digest
         return Housekept(*self._current_of(found), ())
 
     def _remove_stale_temps(self) -> None:

@@ -99,8 +99,9 @@ def render(state: PlaybookState, position: Position) -> bytes:
     return msgspec.json.format(_encoder.encode(snapshot_of(state, position)), indent=2) + b"\n"
 
 
-def write_snapshot(path: Path, state: PlaybookState, position: Position, force: bool = False) -> None:
-    """Replace the snapshot at `path` with the one of `state` at `position`, unless it holds those bytes already.
+def write_snapshot(path: Path, state: PlaybookState, position: Position, force: bool = False) -> str:
+    """Replace the snapshot at `path` with the one of `state` at `position`, unless it holds those bytes already;
+    returns its digest.
 
     `write_atomically` without the directory's fsync: a rename lost in a crash leaves the previous
     snapshot, whole and at a position the log still holds, which readers fold forward."""
@@ -109,6 +110,8 @@ def write_snapshot(path: Path, state: PlaybookState, position: Position, force: 
     if force or _read_or_none(path) != data:
         write_atomically(path, data, durable_name=False)
     _remember(path, data, snapshot)
+    assert snapshot.log is not None
+    return snapshot.log.digest
 
 
 def _read_or_none(path: Path) -> bytes | None:

@@ -10,13 +10,13 @@ import pytest
 
 import playbook
 from eventlog.decide import ApplyOperations, Evaluate, Prune
-from eventlog.domain import PlaybookState
+from eventlog.domain import KeyPoint, PlaybookState
 from eventlog.errors import CorruptLogError, StorageError
 from eventlog.events import Cause, KeyPointAdded, KeyPointDeleted, KeyPointImported, KeyPointUpdated, CountersSet
 from eventlog.events import OperationSkipped, PlaybookImported, SnapshotSetAside
 from eventlog.store import fold_log
 from projections.repository import PlaybookRepository
-from projections.snapshot import render
+from projections.snapshot import render, state_of
 
 CAUSE = Cause(source="test")
 
@@ -366,3 +366,55 @@ def test_a_hand_edit_of_a_lagging_snapshot_keeps_the_tail_after_it(project, repo
     texts = [e["text"] for e in playbook.load_playbook()["sections"]["OTHERS"]]
     assert texts[0] == "edited by hand" and "in the tail only" in texts
     assert repo.is_fresh()
+
+
+def _whole_fold(repo: PlaybookRepository) -> bytes:
+    state, position = fold_log(repo.log_path, PlaybookState())[:2]
+    return render(state, position)
+
+
+def test_two_writers_on_one_project_take_in_each_others_appends(project):
+    first, second = PlaybookRepository(project / ".claude"), PlaybookRepository(project / ".claude")
+    first.append(ops({"type": "ADD", "text": "one"}), CAUSE)
+    for round_ in range(3):
+        for writer, other in ((first, second), (second, first)):
+            committed = writer.append(ops({"type": "ADD", "text": f"round {round_} by {id(writer)}"},
+                                          {"type": "UPDATE", "target_id": "oth-001", "text": f"one, {round_}"}), CAUSE)
+            assert committed is not None
+            writer.append([Evaluate([{"name": "oth-001", "rating": "helpful"}])], CAUSE)
+            assert render(*writer.current()) == _whole_fold(writer)
+    state = PlaybookRepository(project / ".claude").current()[0]
+    assert state.get("oth-001").text == "one, 2" and state.get("oth-001").helpful == 6
+    assert len(state.where) == 7  # no writer's new name overwrote the other's
+
+
+def test_a_hand_edit_of_the_same_size_between_two_appends_is_taken_in(project, repo):
+    repo.append(ops({"type": "ADD", "text": "alpha"}), CAUSE)
+    repo.append(ops({"type": "ADD", "text": "beta"}), CAUSE)
+    raw = repo.snapshot_path.read_bytes()
+    edited = raw.replace(b'"alpha"', b'"ALPHA"')
+    assert len(edited) == len(raw) and edited != raw
+    stat = repo.snapshot_path.stat()
+    repo.snapshot_path.write_bytes(edited)
+    os.utime(repo.snapshot_path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # an edit the clock cannot tell apart
+    repo.append(ops({"type": "ADD", "text": "gamma"}), CAUSE)
+    assert [kp.text for _s, kp in repo.current()[0].entries()] == ["ALPHA", "beta", "gamma"]
+    assert list(repo.store.read())[-2].commit.source == "manual_edit"
+
+
+def test_a_writer_resumes_from_its_last_append_and_leaves_the_state_it_returned(project, repo, monkeypatch):
+    import projections.repository as repository
+
+    first = repo.append(ops({"type": "ADD", "text": "rated later"}), CAUSE)
+    assert first is not None
+    rebuilt = []
+    monkeypatch.setattr(repository, "state_of", lambda snapshot: rebuilt.append(1) or state_of(snapshot))
+    second = repo.append([Evaluate([{"name": "oth-001", "rating": "harmful"}])], CAUSE)
+    third = repo.append(ops({"type": "UPDATE", "target_id": "oth-001", "text": "changed"}), CAUSE)
+    assert second is not None and third is not None and not rebuilt  # nothing else wrote: no state rebuilt
+    assert first.state.get("oth-001") == KeyPoint("oth-001", "rated later", 0, 0)
+    assert second.state.get("oth-001") == KeyPoint("oth-001", "rated later", 0, 1)
+    assert render(third.state, third.position) == _whole_fold(repo) == repo.snapshot_path.read_bytes()
+    PlaybookRepository(repo.claude_dir).append(ops({"type": "ADD", "text": "by another writer"}), CAUSE)
+    fourth = repo.append(ops({"type": "ADD", "text": "after it"}), CAUSE)
+    assert rebuilt and fourth is not None and "by another writer" in fourth.state.texts()
