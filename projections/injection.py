@@ -15,9 +15,14 @@ left out is counted in one closing line.
 
 from __future__ import annotations
 
+import heapq
 import json
 import os
 import stat
+from bisect import insort
+from collections.abc import Iterable, Iterator
+from heapq import heapify, heappop
+from itertools import chain, filterfalse, islice
 from pathlib import Path
 
 import msgspec
@@ -99,9 +104,89 @@ def left_out_line(count: int, budget: int) -> str:
             f"{budget} tokens: `playbook show --left-out` lists them.)")
 
 
-def plan(state: PlaybookState, budget: int, user: PlaybookState | None = None) -> Injection:
+Item = tuple[int, int, int, int, int, int, KeyPoint]
+"""A key point's place in the ranking: tier (the user's own 0, preferences 1, the rest 2, stale 3), minus its
+`score`, minus its recency, its position in its section, the section's index, the playbook's (the user-level
+one 0); the key point last. The first six fields are never all equal, so no KeyPoint is ever compared."""
+
+
+def _ranked(playbook: PlaybookState, which: int, users: bool, starts: list[int] | None = None
+            ) -> tuple[list[Item], int, int]:
+    """`playbook`'s items (`users`: it is the user-level playbook, tier 0), unsorted; with `starts`, only those
+    from position `starts[i]` of section i on. With them, the length of all their texts and of the shortest
+    name and text together (0 for none)."""
+    items: list[Item] = []
+    add = items.append
+    chars, shortest = 0, -1
+    usage = playbook.usage
+    for section_index, (section, section_entries) in enumerate(playbook.sections.items()):
+        tier = 0 if users else 1 if section == PREFERENCES else 2
+        first = starts[section_index] if starts is not None else 0
+        entries: Iterable[KeyPoint] = islice(section_entries.values(), first, None) if first else section_entries.values()
+        for position, kp in enumerate(entries, first):
+            chars += len(kp.text)
+            length = len(kp.name) + len(kp.text)
+            if length < shortest or shortest < 0:
+                shortest = length
+            used = usage.get(kp.name)  # below, `-score(kp, used)` and `-recency` worked out inline: once per entry
+            if used is None:
+                add((tier, kp.harmful - kp.helpful, 0, position, section_index, which, kp))
+            else:
+                add((3 if used.stale else tier, kp.harmful - kp.helpful - used.cited, -used.last_used, position,
+                     section_index, which, kp))
+    return items, chars, max(shortest, 0)
+
+
+class Ranking:
+    """A playbook's items (`Item`) in rank order, with the length of all its texts (`chars`) and of its
+    shortest name and text together (`shortest`): what `plan` needs of it besides the texts it keeps.
+
+    A writer keeps the one of the state it last wrote: `after` ranks only the key points its next transaction
+    added, when adding new key points is all that transaction did. Its state must not change in place."""
+
+    __slots__ = ("which", "users", "items", "chars", "shortest", "sizes")
+
+    def __init__(self, which: int, users: bool, items: list[Item], chars: int, shortest: int,
+                 sizes: list[int]) -> None:
+        self.which, self.users, self.items, self.chars, self.shortest, self.sizes = (
+            which, users, items, chars, shortest, sizes)
+
+    @classmethod
+    def of(cls, playbook: PlaybookState, which: int = 0, users: bool = False) -> Ranking:
+        """The ranking of `playbook` as the playbook of index `which` (`users`: the user-level one)."""
+        items, chars, shortest = _ranked(playbook, which, users)
+        items.sort()
+        return cls(which, users, items, chars, shortest, [len(entries) for entries in playbook.sections.values()])
+
+    def after(self, playbook: PlaybookState, events: Iterable[object]) -> Ranking:
+        """The ranking of `playbook`, which is this ranking's playbook after `events`: this one is left as it
+        is, and only the added key points are ranked when every event added a new one or skipped an operation."""
+        from eventlog.events import KeyPointAdded, OperationSkipped
+
+        added = 0
+        for event in events:
+            if isinstance(event, KeyPointAdded):
+                added += 1
+            elif not isinstance(event, OperationSkipped):
+                return Ranking.of(playbook, self.which, self.users)
+        sizes = [len(entries) for entries in playbook.sections.values()]
+        if (len(sizes) != len(self.sizes) or sum(sizes) != sum(self.sizes) + added
+                or any(size < before for size, before in zip(sizes, self.sizes))):
+            return Ranking.of(playbook, self.which, self.users)  # not all new key points at their sections' ends
+        if not added:
+            return self
+        fresh, chars, shortest = _ranked(playbook, self.which, self.users, self.sizes)
+        items = list(self.items)
+        for item in fresh:
+            insort(items, item)
+        return Ranking(self.which, self.users, items, self.chars + chars,
+                       min(shortest, self.shortest) if self.items else shortest, sizes)
+
+
+def plan(state: PlaybookState, budget: int, user: PlaybookState | None = None,
+         ranking: Ranking | None = None) -> Injection:
     """What the next session receives under `budget` estimated tokens (0: no budget), with the user-level
-    playbook `user` (if any) ahead of the project's.
+    playbook `user` (if any) ahead of the project's. `ranking`, when given, is `state`'s (`Ranking.of`).
 
     Guarantee: the text, closing line included, is within the budget whenever the fixed
     frame (instructions and headers) is; the user-level playbook's key points are taken first,
@@ -115,21 +200,18 @@ def plan(state: PlaybookState, budget: int, user: PlaybookState | None = None) -
     playbooks = [state] if user is None else [user, state]
     # Ranking: the user's own first, preferences next, stale last, then track record; the position inside
     # its section breaks ties, so equal records are taken from every section in turn rather than one's tail.
-    ranked: list[tuple[int, int, int, int, int, int, KeyPoint]] = []
-    add = ranked.append
-    chars = 0
-    for which, playbook in enumerate(playbooks):
-        usage = playbook.usage
-        for section_index, (section, section_entries) in enumerate(playbook.sections.items()):
-            tier = 0 if which == 0 and user is not None else 1 if section == PREFERENCES else 2
-            for position, kp in enumerate(section_entries.values()):
-                chars += len(kp.text)
-                used = usage.get(kp.name)  # below, `-score(kp, used)` and `-recency` worked out inline: once per entry
-                if used is None:
-                    add((tier, kp.harmful - kp.helpful, 0, position, section_index, which, kp))
-                else:
-                    add((3 if used.stale else tier, kp.harmful - kp.helpful - used.cited, -used.last_used, position,
-                         section_index, which, kp))
+    which = len(playbooks) - 1
+    if ranking is not None and ranking.which == which and not ranking.users:
+        mine, sorted_ = ranking.items, True
+        chars, shortest = ranking.chars, ranking.shortest
+    else:
+        mine, chars, shortest = _ranked(state, which, False)
+        sorted_ = False
+    theirs, their_chars, their_shortest = _ranked(user, 0, True) if user is not None else ([], 0, 0)
+    if theirs:
+        chars += their_chars
+        shortest = min(shortest, their_shortest + len(USER_PREFIX)) if mine else their_shortest + len(USER_PREFIX)
+    count = len(mine) + len(theirs)
     # The whole playbook is rendered only when it may fit: its texts alone, at a token per 4 characters at
     # least, already exceed a budget they are over 4 times as long as.
     if budget <= 0 or chars <= 4 * budget:
@@ -138,15 +220,23 @@ def plan(state: PlaybookState, budget: int, user: PlaybookState | None = None) -
             names = [[kp.name for _section, kp in p.entries()] for p in playbooks]
             return Injection(full, names[-1], [], budget, estimate_tokens(full),
                              names[0] if user is not None else [])
-    ranked.sort()  # the first six fields are never all equal (position, section_index, which): no KeyPoint is compared
+    # In rank order, taken as the loop below asks: it stops once no line fits, usually a few hundred in.
+    ranked: Iterable[Item]
+    if sorted_:
+        ranked = heapq.merge(_in_order(theirs), mine) if theirs else mine
+    else:
+        ranked = _in_order(mine + theirs)
     frame = estimate_tokens(load_template("playbook.txt").format(key_points=""))
     headings = [""] if user is None else [USER_HEADING, ""]
     frame += sum(estimate_tokens(f"## {section}{heading}\n\n") for heading in headings for section in SECTION_SLUGS)
-    frame += estimate_tokens(left_out_line(len(ranked), budget))
+    frame += estimate_tokens(left_out_line(count, budget))
     room = budget - frame
+    floor = 26 + shortest  # no key point's line is shorter than this many characters
     picked: list[list[tuple[int, int, KeyPoint]]] = [[] for _ in playbooks]
     blocked, current = False, 0
     for item in ranked:
+        if floor > 4 * room:  # no key point's line fits in what is left: none is taken after this
+            break
         tier, which, kp = item[0], item[5], item[6]
         if tier != current:
             if blocked:  # a tier is entered only when every key point of the tiers before it fitted
@@ -169,8 +259,7 @@ def plan(state: PlaybookState, budget: int, user: PlaybookState | None = None) -
         prefix = USER_PREFIX if which == 0 and user is not None else ""
         found.sort(key=lambda entry: entry[:2])  # playbook order: section, then position in it
         chosen = {kp.name for _s, _p, kp in found}
-        left_out.append([name for section_entries in playbook.sections.values() for name in section_entries
-                         if name not in chosen])
+        left_out.append(list(filterfalse(chosen.__contains__, chain.from_iterable(playbook.sections.values()))))
         included.append([kp.name for _s, _p, kp in found])
         sections = list(playbook.sections)
         kept.append({})
@@ -181,6 +270,14 @@ def plan(state: PlaybookState, budget: int, user: PlaybookState | None = None) -
     text = (text.rstrip("\n") + "\n\n" if text else "") + left_out_line(left, budget) + "\n"
     return Injection(text, included[-1], left_out[-1], budget, estimate_tokens(text),
                      included[0] if user is not None else [], left_out[0] if user is not None else [])
+
+
+def _in_order(items: list[Item]) -> Iterator[Item]:
+    """`items` in rank order, taken from a heap as they are asked for (the list is used up): the plan
+    usually stops after the first few hundred of thousands."""
+    heapify(items)
+    while items:
+        yield heappop(items)
 
 
 def _render(playbooks: list[PlaybookState], chosen: list[set[str]]) -> str:

@@ -33,7 +33,8 @@ from eventlog.store import Committed, Position
 from eventlog.unit_of_work import EventStore, commit
 
 from . import checkpoints
-from .injection import INJECTION_NAME, injection_budget, injection_file, output_of, plan, settings_stamp, user_mark
+from .injection import INJECTION_NAME, Ranking, injection_budget, injection_file, output_of, plan, settings_stamp
+from .injection import user_mark
 from .injection import waiting_for_review
 from .recall import RECALL_NAME, recall_file
 from .snapshot import ReadSnapshot, claimed_position, may_lag, read_snapshot, state_of, write_atomically, write_snapshot
@@ -62,6 +63,8 @@ class _Kept(NamedTuple):
     log_mark: tuple[int, int, int]
     snapshot_digest: str
     reflected: tuple[int, int]
+    ranking: Ranking | None
+    """The injection plan's ranking of `state`."""
 
 
 class TakenIn(NamedTuple):
@@ -257,8 +260,10 @@ class PlaybookRepository:
             kept, self._kept = self._kept, None
             resumed = self._resume(kept)
             reflected: tuple[int, int] | None
+            ranking = None
             if resumed is not None:
                 state, position, reflected, digest = resumed
+                ranking = kept.ranking if kept is not None else None
             else:
                 state, position, _taken_in = self._housekeep()
                 reflected, digest = self._reflected, self._reflected_digest
@@ -267,14 +272,17 @@ class PlaybookRepository:
                 if checkpoints.crosses(position.seq, committed.position.seq):
                     checkpoints.save(self.claude_dir / checkpoints.CHECKPOINT_DIR, committed.state, committed.position)
                 state, position = committed.state, committed.position
+                if ranking is not None:
+                    ranking = ranking.after(state, committed.events)
                 fault("before-snapshot")
             lagging = reflected is not None and may_lag(reflected[1], reflected[0], position.offset)
-            written = self._write_snapshot(state, position, recall=False, snapshot=not lagging)
+            written, ranking = self._write_snapshot(state, position, recall=False, snapshot=not lagging,
+                                                    ranking=ranking, rank=True)
             if written is not None:
                 reflected, digest = (position.offset, self.snapshot_path.stat().st_size), written
             mark = self._log_mark()
             if mark is not None and reflected is not None and digest and mark[1] == position.offset:
-                self._kept = _Kept(state, position, mark, digest, reflected)
+                self._kept = _Kept(state, position, mark, digest, reflected, ranking)
             return committed
 
     def _log_mark(self) -> tuple[int, int, int] | None:
@@ -345,9 +353,11 @@ class PlaybookRepository:
         return position
 
     def _write_snapshot(self, state: PlaybookState, position: Position, force: bool = False,
-                        recall: bool = True, snapshot: bool = True) -> str | None:
+                        recall: bool = True, snapshot: bool = True, ranking: Ranking | None = None,
+                        rank: bool = False) -> tuple[str | None, Ranking | None]:
         """Write playbook.json (unless `snapshot` is false) and the injection projection, each only when its
-        bytes change; the recall index too unless `recall` is false. Returns playbook.json's digest when written.
+        bytes change; the recall index too unless `recall` is false. Returns playbook.json's digest when written,
+        and with `rank` the injection plan's ranking of `state` (`ranking` when it is that, else a new one).
 
         An append leaves the recall index behind (its stamp then names an older log size): it costs a pass
         over every left-out key point, and only a prompt needs it, so the prompt hook that finds it stale
@@ -360,7 +370,13 @@ class PlaybookRepository:
             stamp = settings_stamp(project)  # before the settings are read: a change meanwhile leaves it stale
             mtime = self.snapshot_path.stat().st_mtime_ns
             user, mark = (state, "-") if self.user_level else self.user_playbook()
-            planned = plan(PlaybookState() if self.user_level else state, injection_budget(project), user)
+            if rank and not self.user_level:
+                which = 1 if user is not None and not user.disabled else 0
+                if ranking is None or ranking.which != which:
+                    ranking = Ranking.of(state, which)
+            else:
+                ranking = None
+            planned = plan(PlaybookState() if self.user_level else state, injection_budget(project), user, ranking)
             self._replace_if_changed(self.injection_path,
                                      injection_file(position.offset, mtime, output_of(planned, waiting_for_review(state)),
                                                     stamp, mark))
@@ -369,7 +385,7 @@ class PlaybookRepository:
                                          recall_file(position.offset, mtime, stamp, state, planned.left_out, project))
         except OSError as exc:
             raise StorageError.failed("write", self.snapshot_path, exc) from exc
-        return digest
+        return digest, ranking
 
     @staticmethod
     def _replace_if_changed(path: Path, data: bytes) -> None:
