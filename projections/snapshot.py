@@ -122,7 +122,9 @@ def _read_or_none(path: Path) -> bytes | None:
 
 
 def _remember(path: Path, raw: bytes, snapshot: SnapshotFile) -> None:
-    _last_read.clear()  # one project's snapshot at a time: the memo never holds more than one file
+    _last_read.pop(path, None)
+    while len(_last_read) >= MEMO_FILES:
+        del _last_read[next(iter(_last_read))]  # the one read or written longest ago
     _last_read[path] = (raw, snapshot)
 
 
@@ -155,6 +157,10 @@ def _int_or_infinity(digits: str) -> int | float:
     which the import records as a counter it could not take, instead of losing the whole file."""
     return int(digits) if len(digits) <= 4000 else float(digits)
 
+
+MEMO_FILES = 4
+"""How many snapshots `_last_read` holds: a project's and the user-level playbook's, read by every append of a
+project, and a few more for a process that writes to several (neither then decodes the other's again)."""
 
 _last_read: dict[Path, tuple[bytes, SnapshotFile]] = {}
 """Per path, the bytes of the last untouched snapshot read or written here and what they decode to: the
