@@ -23,6 +23,7 @@ except ImportError:  # pragma: no cover - an interpreter without the accelerator
     from json.encoder import encode_basestring_ascii as _quote
 
 from .inject import INJECTION_NAME, NOTICE_NAME, SETTINGS_NAME, claude_outside, read_small
+from .protective import COMBINE
 from .recall import top_level_strings
 
 MAX_STDIN = 1 << 20
@@ -77,17 +78,19 @@ def _settings_file(path: str) -> dict[str, object] | None:
 
 
 def switches(project: str) -> dict[str, bool] | None:
-    """The learning switches in force for `project`: the user's settings file, the project's, then the
-    environment (`PLAYBOOK_UPDATE_ON_EXIT=0`); None when a settings file cannot be read here."""
-    values = dict.fromkeys(SWITCHES, True)
+    """The learning switches in force for `project`: the user's settings file, the project's (which can turn a
+    switch off, never on), then the environment (`PLAYBOOK_UPDATE_ON_EXIT=0`); None when a settings file cannot be read here."""
+    values: dict[str, bool] = dict.fromkeys(SWITCHES, True)
     user = os.path.expanduser(os.environ.get("CLAUDE_CONFIG_DIR") or "~/.claude")
-    for path in (os.path.join(user, SETTINGS_NAME), os.path.join(project, ".claude", SETTINGS_NAME)):
+    files = ((os.path.join(user, SETTINGS_NAME), False), (os.path.join(project, ".claude", SETTINGS_NAME), True))
+    for path, mine in files:
         found = _settings_file(path)
         if found is None:
             return None
         for key in SWITCHES:
-            if isinstance(found.get(key), bool):
-                values[key] = bool(found[key])
+            if isinstance(value := found.get(key), bool):
+                # the project's file may only tighten the user's choice (`playbook.protective`)
+                values[key] = bool(COMBINE[key](values[key], value)) if mine else value
     for key in SWITCHES:
         raw = os.environ.get(key.upper())
         if raw is not None and raw.strip().lower() in _TRUE | _FALSE:

@@ -9,8 +9,10 @@ playbook) and playbook_review_expiry_days (30); playbook_daily_token_budget (tok
 may spend per UTC day; 0: no limit); playbook_preferences_per_project (false: the USER
 PREFERENCES learned in any project go to the user-level playbook). The environment variable
 of the same name in upper case (`PLAYBOOK_UPDATE_ON_EXIT=0`; a list separated by `:`)
-overrides both files; a list in the project's file adds to the user's. Claude Code's
-directory is `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+overrides both files. A project's file may only tighten the protective settings
+(`playbook.protective`: learning off, review on, a lower budget, preferences kept in the project,
+more never_learn patterns); for the others its value wins. Claude Code's directory is
+`$CLAUDE_CONFIG_DIR`, else `~/.claude`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from pathlib import Path
 import msgspec
 
 from projections.injection import read_settings, settings_paths
+
+from .protective import COMBINE
 
 
 class Settings(msgspec.Struct, frozen=True):
@@ -40,6 +44,7 @@ class Settings(msgspec.Struct, frozen=True):
 
 
 SETTINGS_NAME = "playbook.settings.json"
+_DEFAULTS = Settings()
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
@@ -68,21 +73,62 @@ def _from_env(key: str, raw: str) -> object | None:
     return tuple(part for part in raw.split(os.pathsep) if part)
 
 
-def load_settings(project: Path) -> Settings:
-    values: dict[str, object] = {}
-    for path in settings_paths(project):
-        for key, value in read_settings(path).items():
-            if key in Settings.__struct_fields__ and (read := _from_file(key, value)) is not None:
-                earlier = values.get(key)
-                if isinstance(read, tuple) and isinstance(earlier, tuple):
-                    # A list adds to the user's: a repository's settings never clear playbook_never_learn.
-                    read = tuple(dict.fromkeys((*earlier, *read)))
-                values[key] = read
+class Override(msgspec.Struct, frozen=True):
+    """A protective setting whose value in the project's file gave way to the user's (`playbook.protective`)."""
+
+    key: str
+    project: object
+    in_force: object
+
+
+def _file_values(path: Path) -> dict[str, object]:
+    """The settings a file holds that are of their setting's type; the rest is ignored."""
+    return {key: read for key, value in read_settings(path).items()
+            if key in Settings.__struct_fields__ and (read := _from_file(key, value)) is not None}
+
+
+def resolve_settings(project: Path) -> tuple[Settings, list[Override]]:
+    """The settings in force for `project`, and the project's values that gave way to the user's.
+
+    The user's file, then the project's: a protective setting (`protective.COMBINE`) combines the
+    two, the user's default standing for a value the user never set, so a repository can only
+    tighten it; any other setting is the project's when it gives one. The environment wins over both."""
+    user_path, project_path = settings_paths(project)
+    values = _file_values(user_path)
+    overrides = []
+    for key, read in _file_values(project_path).items():
+        combine = COMBINE.get(key)
+        if combine is not None:
+            in_force = combine(values.get(key, getattr(_DEFAULTS, key)), read)
+            if in_force != read and not isinstance(read, tuple):  # a list only ever adds: nothing gave way
+                overrides.append(Override(key, read, in_force))
+            read = in_force
+        values[key] = read
     for key in Settings.__struct_fields__:
         raw = os.environ.get(key.upper())
         if raw is not None and (read := _from_env(key, raw)) is not None:
             values[key] = read
-    return Settings(**values)  # type: ignore[arg-type]
+            overrides = [o for o in overrides if o.key != key]
+    return Settings(**values), overrides  # type: ignore[arg-type]
+
+
+def load_settings(project: Path) -> Settings:
+    """The settings in force for `project` (`resolve_settings`)."""
+    return resolve_settings(project)[0]
+
+
+def override_line(overrides: list[Override]) -> str | None:
+    """One line naming the project's settings that gave way to the user's, or None when none did."""
+    if not overrides:
+        return None
+    shown = ", ".join(f"{o.key} {_shown(o.in_force)} (project: {_shown(o.project)})" for o in overrides)
+    return f"settings: yours kept over the project's, which may only tighten them: {shown}"
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def never_learn_match(transcript: str, settings: Settings) -> str | None:

@@ -121,15 +121,21 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from .backend import describe, model_config
 
     result.backend = describe(model_config())
+    from .settings import override_line, resolve_settings
+
+    # a project's settings that gave way to the user's protective choices; the user-level playbook has none
+    overrides = [] if repo.user_level else resolve_settings(repo.claude_dir.parent)[1]
     if args.json:
         import msgspec
 
         out_json({**changes.stats_json(result), "sessions": state.sessions,
-                   "usage": msgspec.to_builtins(usage_rows(state)), "model_usage": cost_report.usage_json(spent)})
+                   "usage": msgspec.to_builtins(usage_rows(state)), "model_usage": cost_report.usage_json(spent),
+                   "settings_overridden": msgspec.to_builtins(overrides)})
     else:
         style = stdout_style()
-        out(changes.stats_lines(result, style) + usage_lines(state, style.width)
-             + cost_report.usage_lines(spent, style))
+        line = override_line(overrides)
+        out(changes.stats_lines(result, style) + ([] if line is None else ["", line])
+            + usage_lines(state, style.width) + cost_report.usage_lines(spent, style))
     return 0
 
 

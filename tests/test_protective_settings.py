@@ -1,0 +1,171 @@
+"""A repository's settings file may tighten the user's protective choices, never loosen them.
+
+Real files: the user's `$CLAUDE_CONFIG_DIR/playbook.settings.json` and the project's
+`.claude/playbook.settings.json`; the hooks run as Claude Code runs them, learning cycles against the
+fake Messages API. Where the user set nothing, the default is the user's choice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from playbook.cli import main
+from playbook.learn import learn_pending, request_learning
+from playbook.project import user_repository
+from playbook.protective import COMBINE
+from playbook.settings import Settings, load_settings, resolve_settings
+from projections.repository import PlaybookRepository
+from tests.fake_anthropic import FakeAnthropic, reply_text, request_texts
+from tests.test_learning import FIXTURES, REFLECTION, use
+
+ROOT = Path(__file__).resolve().parent.parent
+CURATION = {"reasoning": "The user wants short answers.",
+            "operations": [{"type": "ADD", "text": "Answer in one short paragraph", "section": "USER PREFERENCES"},
+                           {"type": "ADD", "text": "Build with make, never by hand", "section": "PROJECT CONTEXT"}]}
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch) -> Path:
+    """A project, a user config directory and a HOME holding the project's transcripts; no setting from
+    the environment (which would win over both files)."""
+    for name in list(os.environ):
+        if name.startswith(("PLAYBOOK_", "ANTHROPIC_", "AGENTIC_CONTEXT_", "CLAUDE_CODE_")) and name != "PLAYBOOK_USER_DIR":
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("PLAYBOOK_CLAUDE", "")
+    home = tmp_path / "home"
+    (home / ".claude" / "projects" / "-project").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    config = tmp_path / "config"
+    config.mkdir()
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    project = tmp_path / "project"
+    (project / ".claude").mkdir(parents=True)
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
+    return project
+
+
+def settings(project: Path, user: dict, mine: dict) -> None:
+    (Path(os.environ["CLAUDE_CONFIG_DIR"]) / "playbook.settings.json").write_text(json.dumps(user))
+    (project / ".claude" / "playbook.settings.json").write_text(json.dumps(mine))
+
+
+def session_end(project: Path, transcript: Path, reason: str) -> subprocess.CompletedProcess:
+    stdin = json.dumps({"session_id": "s", "reason": reason, "transcript_path": str(transcript),
+                        "hook_event_name": "SessionEnd", "cwd": str(project)}).encode()
+    env = {**os.environ, "PLAYBOOK_PYTHON": sys.executable}
+    return subprocess.run(["sh", str(ROOT / "hooks" / "playbook-hook"), "SessionEnd"], input=stdin,
+                          capture_output=True, cwd=project, env=env, timeout=60)
+
+
+def requested(project: Path) -> bool:
+    log = project / ".claude" / "playbook.events.jsonl"
+    return log.exists() and b'"LearningRequested"' in log.read_bytes()
+
+
+@pytest.mark.parametrize(("switch", "reason"), [("playbook_update_on_exit", "exit"),
+                                                ("playbook_update_on_clear", "clear")])
+def test_a_project_cannot_turn_learning_back_on_that_the_user_turned_off(project, switch, reason):
+    transcript = Path(os.environ["HOME"]) / ".claude" / "projects" / "-project" / "s.jsonl"
+    transcript.write_bytes((FIXTURES / "tool_use_resumed.jsonl").read_bytes())
+    settings(project, {switch: False}, {switch: True})
+    done = session_end(project, transcript, reason)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b""), done
+    assert not requested(project)
+    # the user's choice left on, the project may turn it off
+    settings(project, {}, {switch: False})
+    assert getattr(load_settings(project), switch) is False
+    settings(project, {}, {switch: True})
+    assert getattr(load_settings(project), switch) is True
+
+
+def test_the_other_learning_switches_only_tighten(project):
+    for switch in ("playbook_update_on_subagent_stop", "playbook_update_on_precompact"):
+        settings(project, {switch: False}, {switch: True})
+        assert getattr(load_settings(project), switch) is False
+        settings(project, {}, {switch: False})
+        assert getattr(load_settings(project), switch) is False
+
+
+def _learn_once(project: Path, monkeypatch) -> list[str]:
+    def respond(body: dict):
+        text = request_texts(body)
+        return reply_text(json.dumps(REFLECTION if "You are the reflector" in text else CURATION))
+
+    transcript = Path(os.environ["HOME"]) / ".claude" / "projects" / "-project" / "s.jsonl"
+    transcript.write_bytes((FIXTURES / "tool_use_resumed.jsonl").read_bytes())
+    with FakeAnthropic(respond) as api:
+        use(api, monkeypatch)
+        request_learning(project, "SessionEnd", str(transcript), "s-1")
+        return [o.status for o in learn_pending(project)]
+
+
+def test_a_project_cannot_turn_review_off_and_preferences_wait_for_it(project, monkeypatch):
+    """The user's review holds in a project that says false, and the USER PREFERENCES the curator adds
+    wait for it too instead of going to the user-level playbook, which every project injects."""
+    settings(project, {"playbook_review": True}, {"playbook_review": False, "playbook_preferences_per_project": False})
+    assert _learn_once(project, monkeypatch) == ["completed"]
+    assert not user_repository().log_path.exists() or list(user_repository().store.read()) == []
+    state = PlaybookRepository(project / ".claude").state()
+    assert list(state.entries()) == []
+    assert sorted(p.operation["text"] for p in state.proposals.values()) == [
+        "Answer in one short paragraph", "Build with make, never by hand"]
+
+
+def test_a_project_cannot_send_preferences_to_the_user_level_playbook_the_user_keeps_per_project(project, monkeypatch):
+    settings(project, {"playbook_preferences_per_project": True}, {"playbook_preferences_per_project": False})
+    assert _learn_once(project, monkeypatch) == ["completed"]
+    assert not user_repository().log_path.exists() or list(user_repository().store.read()) == []
+    state = PlaybookRepository(project / ".claude").state()
+    assert [kp.text for kp in state.sections["USER PREFERENCES"].values()] == ["Answer in one short paragraph"]
+
+
+@pytest.mark.parametrize(("user", "mine", "in_force"), [
+    (None, 0, 500_000.0),  # the default is the user's: the project cannot lift the limit
+    (None, 900_000, 500_000.0),
+    (None, 1_000, 1_000.0),
+    (20_000, 0, 20_000.0),
+    (20_000, 50_000, 20_000.0),
+    (20_000, 5_000, 5_000.0),
+    (0, 0, 0.0),  # no limit only when the user chose none
+    (0, 7_000, 7_000.0),
+])
+def test_a_project_can_only_lower_the_daily_token_budget(project, user, mine, in_force):
+    settings(project, {} if user is None else {"playbook_daily_token_budget": user},
+             {"playbook_daily_token_budget": mine})
+    assert load_settings(project).playbook_daily_token_budget == in_force
+
+
+def test_settings_that_protect_nothing_are_the_projects(project):
+    settings(project, {"playbook_review_expiry_days": 60}, {"playbook_review_expiry_days": 7})
+    assert load_settings(project).playbook_review_expiry_days == 7.0
+    assert resolve_settings(project)[1] == []
+    assert set(COMBINE) <= set(Settings.__struct_fields__)
+
+
+def test_the_environment_wins_over_both_files(project, monkeypatch):
+    settings(project, {"playbook_review": True}, {"playbook_review": False})
+    monkeypatch.setenv("PLAYBOOK_REVIEW", "0")
+    assert load_settings(project).playbook_review is False
+    assert resolve_settings(project)[1] == []
+
+
+def test_stats_names_the_project_values_that_gave_way_in_one_line(project, capsys):
+    settings(project, {"playbook_review": True}, {"playbook_review": False, "playbook_daily_token_budget": 0,
+                                                  "playbook_update_on_exit": True, "playbook_review_expiry_days": 3})
+    assert main(["stats"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if "project" in line and "settings" in line]
+    assert lines == ["settings: yours kept over the project's, which may only tighten them: playbook_review true "
+                     "(project: false), playbook_daily_token_budget 500000 (project: 0)"]
+    assert main(["stats", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["settings_overridden"] == [
+        {"key": "playbook_review", "project": False, "in_force": True},
+        {"key": "playbook_daily_token_budget", "project": 0.0, "in_force": 500000.0}]
+    settings(project, {}, {"playbook_review": True})
+    assert main(["stats"]) == 0
+    assert "yours kept over" not in capsys.readouterr().out
