@@ -10,7 +10,7 @@ from .events import TransactionCommitted
 from .logformat import (CRC_DIGITS, CRC_TAIL, DECODE_ERRORS, HASH_DIGITS, TAIL, Link, Running, check_line, check_run,
                         digest_at, extend, h_at, hash_after, previous_commit_end, split_hash, start, upgraded)
 from .positions import Position
-from .registry import record_decoder
+from . import registry
 from .store import LogReader
 
 
@@ -39,7 +39,7 @@ def hash_at(path: Path, position: Position) -> bool:
     except OSError:
         return False
     try:
-        commit = record_decoder.decode(line)
+        commit = registry.record_decoder.decode(line)
     except DECODE_ERRORS:
         return False
     return type(commit) is TransactionCommitted and commit.seq == position.seq

@@ -11,7 +11,8 @@ the loop the store's fold runs, on records decoded as the light `FOLD_VIEWS`.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Union
+from functools import cache
+from typing import Any, NamedTuple, Union
 
 from .domain import PlaybookState, Usage
 from .events import Event, KeyPointEvaluated, TransactionCommitted, record_view
@@ -35,27 +36,63 @@ def apply(state: PlaybookState, event: Event) -> None:
 _READS: dict[type, tuple[str, ...]] = {
     **{entry.cls: entry.reads for entry in REGISTRY}, TransactionCommitted: COMMIT_READS,
 }
-_VIEW_OF: dict[type, type] = {kind: record_view(kind, fields) for kind, fields in _READS.items()}
-FOLD_VIEWS: Any = Union[tuple(_VIEW_OF.values())]
-"""Every record type as the fold reads it: decode with `msgspec.json.Decoder(FOLD_VIEWS)`."""
-_SEQ_VIEW_OF: dict[type, type] = {
-    kind: _VIEW_OF[kind] if "seq" in fields else record_view(kind, (*fields, "seq")) for kind, fields in _READS.items()
-}
-"""The same views with every line's `seq`, for a reader that checks each one (see `fold_views_with`)."""
 
-_HANDLERS: dict[type, Handler] = {
-    **_APPLY, **{view_of[kind]: handler for view_of in (_VIEW_OF, _SEQ_VIEW_OF) for kind, handler in _APPLY.items()}
-}
-_EVALUATED = (KeyPointEvaluated, _VIEW_OF[KeyPointEvaluated], _SEQ_VIEW_OF[KeyPointEvaluated])
-CommitView = _VIEW_OF[TransactionCommitted]
-"""The fold's view of a `TransactionCommitted` line."""
+
+class _Views(NamedTuple):
+    """The fold's view types and what it does with each: built on first use, as building the views
+    (a struct per record type, twice) is a good part of the import of the log's machinery, which a
+    command that never folds (a hook reading a current playbook.json) does not need."""
+
+    view_of: dict[type, type]
+    seq_view_of: dict[type, type]
+    """The same views with every line's `seq`, for a reader that checks each one (see `fold_views_with`)."""
+    handlers: dict[type, Handler]
+    evaluated: tuple[type, type, type]
+    commit_view: type
+    fold_views: Any
+
+
+@cache
+def _views() -> _Views:
+    view_of = {kind: record_view(kind, fields) for kind, fields in _READS.items()}
+    seq_view_of = {kind: view_of[kind] if "seq" in fields else record_view(kind, (*fields, "seq"))
+                   for kind, fields in _READS.items()}
+    handlers = {**_APPLY, **{views[kind]: handler for views in (view_of, seq_view_of) for kind, handler in _APPLY.items()}}
+    evaluated = (KeyPointEvaluated, view_of[KeyPointEvaluated], seq_view_of[KeyPointEvaluated])
+    return _Views(view_of, seq_view_of, handlers, evaluated, view_of[TransactionCommitted],
+                  Union[tuple(view_of.values())])
+
+
+FOLD_VIEWS: Any
+"""Every record type as the fold reads it: decode with `msgspec.json.Decoder(FOLD_VIEWS)` (built on first use)."""
+CommitView: Any
+"""The fold's view of a `TransactionCommitted` line (built on first use)."""
+
+
+def fold_views() -> Any:
+    """`FOLD_VIEWS`."""
+    return _views().fold_views
+
+
+def commit_view() -> Any:
+    """`CommitView`."""
+    return _views().commit_view
+
+
+def __getattr__(name: str) -> Any:
+    if name == "FOLD_VIEWS":
+        return fold_views()
+    if name == "CommitView":
+        return commit_view()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def fold_views_with(whole: tuple[type, ...]) -> Any:
     """`FOLD_VIEWS` with every line's `seq`, and the record types in `whole` (commits among them, or not)
     decoded as the records themselves: for a reader that checks every seq or looks at what it folds
     (`apply_records` takes these views too)."""
-    return Union[tuple(kind if kind in whole else _SEQ_VIEW_OF[kind] for kind in _READS)]
+    seq_view_of = _views().seq_view_of
+    return Union[tuple(kind if kind in whole else seq_view_of[kind] for kind in _READS)]
 
 
 def apply_records(state: PlaybookState, records: list[Any]) -> None:
@@ -65,9 +102,10 @@ def apply_records(state: PlaybookState, records: list[Any]) -> None:
     be the records themselves or their `FOLD_VIEWS`. Same result as `apply_transaction`
     on each transaction; records after the last commit must not be passed.
     """
-    get = _HANDLERS.get
+    views = _views()
+    get, commit_view = views.handlers.get, views.commit_view
     where, sections, usage = state.where, state.sections, state.usage
-    evaluated, evaluated_view, evaluated_seq = _EVALUATED
+    evaluated, evaluated_view, evaluated_seq = views.evaluated
     changed = False
     for record in records:
         kind = type(record)
@@ -86,7 +124,7 @@ def apply_records(state: PlaybookState, records: list[Any]) -> None:
                     kp.helpful = helpful
                     kp.harmful = harmful
             changed = True
-        elif kind is CommitView or kind is TransactionCommitted:
+        elif kind is commit_view or kind is TransactionCommitted:
             if changed and record.at:
                 state.last_updated = record.at
             state.seq = record.seq
@@ -99,7 +137,7 @@ def apply_records(state: PlaybookState, records: list[Any]) -> None:
 
 def apply_transaction(state: PlaybookState, events: list[Any], seq: int, at: str) -> None:
     """Apply one committed transaction's events (all stamped `at`) in place; same result as `apply` on each."""
-    apply_records(state, [*events, CommitView(seq=seq, at=at)])
+    apply_records(state, [*events, _views().commit_view(seq=seq, at=at)])
 
 
 def evolve(state: PlaybookState, event: Event) -> PlaybookState:

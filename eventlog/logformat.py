@@ -35,7 +35,8 @@ from .commitlines import find_all as find_all, is_commit_start as is_commit_star
 from .commitlines import next_commit_end as next_commit_end, previous_commit_end as previous_commit_end
 from .events import RecordType, TransactionCommitted, encodable_record, encoder
 from .positions import Position
-from .registry import RECORD_TAGS, record_decoder, unknown_decoder
+from . import registry
+from .registry import RECORD_TAGS
 
 HASH_KEY = b',"h":"'
 HASH_DIGITS = 32
@@ -327,9 +328,9 @@ def split_hash(line: bytes) -> tuple[bytes, bytes] | None:
 def decode_line(line: bytes) -> Any:
     """Decode one line; a well-formed record of a type this version does not know is an UnknownRecord."""
     try:
-        return record_decoder.decode(line)
+        return registry.record_decoder.decode(line)
     except msgspec.ValidationError:
-        unknown = unknown_decoder.decode(line)  # raises when it is not even a record
+        unknown = registry.unknown_decoder.decode(line)  # raises when it is not even a record
         if unknown.type in RECORD_TAGS:
             raise
         return unknown
@@ -338,7 +339,7 @@ def decode_line(line: bytes) -> Any:
 def decode_records(data: bytes) -> list[Any]:
     """The records of whole lines; a type this version does not know (a newer one's) is an UnknownRecord."""
     try:
-        return record_decoder.decode_lines(data)
+        return registry.record_decoder.decode_lines(data)
     except DECODE_ERRORS:
         return [decode_line(line) for line in data.splitlines()]
 

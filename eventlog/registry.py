@@ -109,9 +109,22 @@ FAMILIES: dict[str, frozenset[str]] = {
 
 AnyEvent: Any = Union[EVENT_TYPES]
 AnyRecord: Any = Union[(*EVENT_TYPES, ev.TransactionCommitted)]
-record_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(AnyRecord)
-"""Decodes any line this version knows, as the full record."""
-unknown_decoder = msgspec.json.Decoder(ev.UnknownRecord)
+record_decoder: msgspec.json.Decoder[Any]
+"""Decodes any line this version knows, as the full record (built on first use: see `__getattr__`)."""
+unknown_decoder: msgspec.json.Decoder[ev.UnknownRecord]
+
+
+def __getattr__(name: str) -> Any:
+    """The decoders, built on first use and kept: building one resolves the annotations of every record
+    type, a good part of the import of the log's machinery, which a command that reads no line does not need."""
+    if name == "record_decoder":
+        decoder: Any = msgspec.json.Decoder(AnyRecord)
+    elif name == "unknown_decoder":
+        decoder = msgspec.json.Decoder(ev.UnknownRecord)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = decoder
+    return decoder
 
 
 def tag_of(record: ev.Record | ev.UnknownRecord) -> str:

@@ -26,12 +26,12 @@ import msgspec
 
 from .domain import PlaybookState
 from .events import Cause, Event, TransactionCommitted
-from .evolve import FOLD_VIEWS, CommitView, apply_records, apply_transaction, fold_views_with
+from . import registry
+from .evolve import apply_records, apply_transaction, commit_view, fold_views, fold_views_with
 from .files import DIR_MODE, FILE_MODE, SHARED_FILES, make_dirs
 from .logformat import (COMMIT, CRC_TAIL, DECODE_ERRORS, NEWLINE_COMMIT, Link, Running, check_run, commit_hash_after,
                         decode_line, digest_at, encode_line, extend, feed, h_at, split_hash, start, text, upgraded)
 from .positions import Committed, Position, TornTail, Transaction, Written
-from .registry import record_decoder
 from .strict import StrictScan
 from .wholelines import CHUNK_SIZE, WholeLines
 
@@ -57,7 +57,16 @@ def commit_record(seq: int, tx: str, at: str, events: int, cause: Cause) -> Tran
                                 model=cause.model, analysis=cause.analysis, reasoning=cause.reasoning, note=cause.note)
 
 
-fold_decoder = msgspec.json.Decoder(FOLD_VIEWS)
+fold_decoder: msgspec.json.Decoder[Any]
+"""Decodes a line as the fold reads it (`eventlog.evolve.FOLD_VIEWS`); built on first use."""
+record_decoder: msgspec.json.Decoder[Any]
+"""`eventlog.registry.record_decoder`."""
+
+
+@lru_cache(maxsize=1)
+def _fold_decoder() -> msgspec.json.Decoder[Any]:
+    return msgspec.json.Decoder(fold_views())
+
 
 Observer = Callable[[list[Any]], None]
 """Called with each run of whole transactions a fold applied: their records in log order, commits included."""
@@ -115,7 +124,8 @@ class LogReader:
                 resume = None
                 if not self.strict:
                     try:
-                        for records, buffer, offset in self._fast(handle, record_decoder, TransactionCommitted, None):
+                        decoder = registry.record_decoder
+                        for records, buffer, offset in self._fast(handle, decoder, TransactionCommitted, None):
                             yield from self._transactions(records, buffer, offset)
                         if self.torn is None:
                             return
@@ -148,8 +158,8 @@ class LogReader:
             handle = open(self.path, "rb", buffering=0)
         except (FileNotFoundError, NotADirectoryError):
             return False
-        decoder = fold_decoder if observe is None and not seqs else _observing_decoder(whole)
-        commit_type = TransactionCommitted if TransactionCommitted in whole else CommitView
+        decoder = _fold_decoder() if observe is None and not seqs else _observing_decoder(whole)
+        commit_type = TransactionCommitted if TransactionCommitted in whole else commit_view()
         with handle:
             while True:
                 resume = None
@@ -343,7 +353,11 @@ def fold_log(
 
 def __getattr__(name: str) -> Any:
     """`JsonlEventStore`, the writer of this format, lives in `eventlog.jsonl`, and the position checks in
-    `eventlog.checks`; they stay reachable from here."""
+    `eventlog.checks`; they stay reachable from here. The decoders are built on first use."""
+    if name == "fold_decoder":
+        return _fold_decoder()
+    if name == "record_decoder":
+        return registry.record_decoder
     if name == "JsonlEventStore":
         from .jsonl import JsonlEventStore
 
