@@ -78,8 +78,9 @@ def _settings_file(path: str) -> dict[str, object] | None:
 
 
 def switches(project: str) -> dict[str, bool] | None:
-    """The learning switches in force for `project`: the user's settings file, the project's (which can turn a
-    switch off, never on), then the environment (`PLAYBOOK_UPDATE_ON_EXIT=0`); None when a settings file cannot be read here."""
+    """The learning switches in force for `project`: the user's settings file, the project's (which can turn
+    a switch off, never on), then the environment (`PLAYBOOK_UPDATE_ON_EXIT=0`); None when a settings file
+    cannot be read here."""
     values: dict[str, bool] = dict.fromkeys(SWITCHES, True)
     user = os.path.expanduser(os.environ.get("CLAUDE_CONFIG_DIR") or "~/.claude")
     files = ((os.path.join(user, SETTINGS_NAME), False), (os.path.join(project, ".claude", SETTINGS_NAME), True))

@@ -32,17 +32,19 @@ CURATION = {"reasoning": "The user wants short answers.",
 
 @pytest.fixture
 def project(tmp_path, monkeypatch) -> Path:
-    """A project, a user config directory and a HOME holding the project's transcripts; no setting from
+    """A project, and a user config directory holding the user's settings and the project's transcripts; no setting from
     the environment (which would win over both files)."""
     for name in list(os.environ):
-        if name.startswith(("PLAYBOOK_", "ANTHROPIC_", "AGENTIC_CONTEXT_", "CLAUDE_CODE_")) and name != "PLAYBOOK_USER_DIR":
+        # PLAYBOOK_USER_DIR stays: the conftest's user-level playbook in a temporary directory
+        if name.startswith(("PLAYBOOK_", "ANTHROPIC_", "AGENTIC_CONTEXT_", "CLAUDE_CODE_")) \
+                and name != "PLAYBOOK_USER_DIR":
             monkeypatch.delenv(name)
     monkeypatch.setenv("PLAYBOOK_CLAUDE", "")
     home = tmp_path / "home"
-    (home / ".claude" / "projects" / "-project").mkdir(parents=True)
-    monkeypatch.setenv("HOME", str(home))
     config = tmp_path / "config"
-    config.mkdir()
+    (config / "projects" / "-project").mkdir(parents=True)
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
     project = tmp_path / "project"
     (project / ".claude").mkdir(parents=True)
@@ -55,41 +57,42 @@ def settings(project: Path, user: dict, mine: dict) -> None:
     (project / ".claude" / "playbook.settings.json").write_text(json.dumps(mine))
 
 
-def session_end(project: Path, transcript: Path, reason: str) -> subprocess.CompletedProcess:
-    stdin = json.dumps({"session_id": "s", "reason": reason, "transcript_path": str(transcript),
-                        "hook_event_name": "SessionEnd", "cwd": str(project)}).encode()
+def learning_hook(project: Path, event: str, extra: dict) -> subprocess.CompletedProcess:
+    """The hook `event` as Claude Code runs it, on a transcript it may learn from."""
+    transcript = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "projects" / "-project" / "s.jsonl"
+    transcript.write_bytes((FIXTURES / "tool_use_resumed.jsonl").read_bytes())
+    stdin = json.dumps({"session_id": "s", "transcript_path": str(transcript), "hook_event_name": event,
+                        "cwd": str(project), **extra}).encode()
     env = {**os.environ, "PLAYBOOK_PYTHON": sys.executable}
-    return subprocess.run(["sh", str(ROOT / "hooks" / "playbook-hook"), "SessionEnd"], input=stdin,
+    return subprocess.run(["sh", str(ROOT / "hooks" / "playbook-hook"), event], input=stdin,
                           capture_output=True, cwd=project, env=env, timeout=60)
 
 
-def requested(project: Path) -> bool:
+def requested(project: Path) -> int:
     log = project / ".claude" / "playbook.events.jsonl"
-    return log.exists() and b'"LearningRequested"' in log.read_bytes()
+    return log.read_bytes().count(b'"LearningRequested"') if log.exists() else 0
 
 
-@pytest.mark.parametrize(("switch", "reason"), [("playbook_update_on_exit", "exit"),
-                                                ("playbook_update_on_clear", "clear")])
-def test_a_project_cannot_turn_learning_back_on_that_the_user_turned_off(project, switch, reason):
-    transcript = Path(os.environ["HOME"]) / ".claude" / "projects" / "-project" / "s.jsonl"
-    transcript.write_bytes((FIXTURES / "tool_use_resumed.jsonl").read_bytes())
+@pytest.mark.parametrize(("switch", "event", "extra"), [
+    ("playbook_update_on_exit", "SessionEnd", {"reason": "prompt_input_exit"}),
+    ("playbook_update_on_clear", "SessionEnd", {"reason": "clear"}),
+    ("playbook_update_on_precompact", "PreCompact", {"trigger": "auto"}),
+    ("playbook_update_on_subagent_stop", "SubagentStop", {"stop_hook_active": False}),
+])
+def test_a_project_cannot_turn_learning_back_on_that_the_user_turned_off(project, switch, event, extra):
     settings(project, {switch: False}, {switch: True})
-    done = session_end(project, transcript, reason)
+    done = learning_hook(project, event, extra)
     assert (done.returncode, done.stdout, done.stderr) == (0, b"", b""), done
-    assert not requested(project)
-    # the user's choice left on, the project may turn it off
+    assert requested(project) == 0
+    # the user's choice left on (the default), the project may turn it off, or leave it on
     settings(project, {}, {switch: False})
+    done = learning_hook(project, event, extra)
+    assert (done.returncode, done.stdout, done.stderr, requested(project)) == (0, b"", b"", 0), done
+    settings(project, {switch: False}, {switch: False})
     assert getattr(load_settings(project), switch) is False
     settings(project, {}, {switch: True})
-    assert getattr(load_settings(project), switch) is True
-
-
-def test_the_other_learning_switches_only_tighten(project):
-    for switch in ("playbook_update_on_subagent_stop", "playbook_update_on_precompact"):
-        settings(project, {switch: False}, {switch: True})
-        assert getattr(load_settings(project), switch) is False
-        settings(project, {}, {switch: False})
-        assert getattr(load_settings(project), switch) is False
+    done = learning_hook(project, event, extra)
+    assert (done.returncode, requested(project)) == (0, 1), done
 
 
 def _learn_once(project: Path, monkeypatch) -> list[str]:
@@ -97,7 +100,7 @@ def _learn_once(project: Path, monkeypatch) -> list[str]:
         text = request_texts(body)
         return reply_text(json.dumps(REFLECTION if "You are the reflector" in text else CURATION))
 
-    transcript = Path(os.environ["HOME"]) / ".claude" / "projects" / "-project" / "s.jsonl"
+    transcript = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "projects" / "-project" / "s.jsonl"
     transcript.write_bytes((FIXTURES / "tool_use_resumed.jsonl").read_bytes())
     with FakeAnthropic(respond) as api:
         use(api, monkeypatch)

@@ -138,6 +138,8 @@ def test_a_disabled_project_runs_the_full_hook(env):
     ({}, {}, {}),
     ({"playbook_update_on_exit": False}, {}, {}),
     ({"playbook_update_on_exit": False}, {"playbook_update_on_exit": True}, {}),
+    ({"playbook_update_on_clear": False, "playbook_update_on_precompact": False},
+     {"playbook_update_on_clear": True, "playbook_update_on_precompact": True, "playbook_update_on_exit": False}, {}),
     ({}, {"playbook_update_on_clear": "no", "playbook_update_on_precompact": 0}, {"PLAYBOOK_UPDATE_ON_EXIT": "off"}),
     ({"playbook_update_on_subagent_stop": False}, {}, {"PLAYBOOK_UPDATE_ON_SUBAGENT_STOP": " Yes "}),
     ({}, {}, {"PLAYBOOK_UPDATE_ON_EXIT": "maybe", "PLAYBOOK_UPDATE_ON_CLEAR": ""}),
