@@ -45,9 +45,10 @@ def decide(state: PlaybookState, command: Command) -> list[Event]:
     return decide_all(state, [command])
 
 
-def decide_all(state: PlaybookState, commands: Sequence[Command]) -> list[Event]:
-    """The events of several commands in order, each decided after the ones before it."""
-    decision = Decision(state)
+def decide_all(state: PlaybookState, commands: Sequence[Command], texts: set[str] | None = None) -> list[Event]:
+    """The events of several commands in order, each decided after the ones before it. `texts`, when given,
+    is every key point's text in `state`: the duplicate check then starts from it instead of gathering it."""
+    decision = Decision(state, texts)
     for command in commands:
         _HANDLERS[type(command)](decision, command)
     return decision.events

@@ -36,11 +36,12 @@ class Decision:
     The scratch state shares the caller's key points and usage records until an event would change one
     in place: a decision of new key points, the common one, copies no entry of a large playbook."""
 
-    def __init__(self, state: PlaybookState) -> None:
+    def __init__(self, state: PlaybookState, texts: set[str] | None = None) -> None:
+        """`texts`, when the caller keeps it, is every key point's text in `state` (the decision adds to a copy)."""
         self.state = _containers_copied(state)
         self._shared = True
         self.events: list[Event] = []
-        self._texts: set[str] | None = None
+        self._texts: set[str] | None = None if texts is None else set(texts)
 
     def _own_entries(self) -> None:
         """Give the scratch state its own key points and usage records, in place (callers may hold it)."""

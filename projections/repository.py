@@ -25,7 +25,7 @@ import msgspec
 from eventlog.decide import Command, ImportLegacy, RecordUnreadableFile, ReplaceContent, decide_all
 from eventlog.domain import PlaybookState
 from eventlog.errors import PlaybookError, StorageError
-from eventlog.events import Cause, Event, SnapshotSetAside
+from eventlog.events import Cause, Event, KeyPointAdded, OperationSkipped, SnapshotSetAside
 from eventlog.evolve import apply_transaction
 from eventlog.faults import point as fault
 from eventlog.jsonl import JsonlEventStore
@@ -65,6 +65,8 @@ class _Kept(NamedTuple):
     reflected: tuple[int, int]
     ranking: Ranking | None
     """The injection plan's ranking of `state`."""
+    texts: set[str] | None
+    """Every key point's text in `state`, for the duplicate check, when the last append added some."""
 
 
 class TakenIn(NamedTuple):
@@ -255,18 +257,21 @@ class PlaybookRepository:
         replaced file sends it back to reading the files. The state a call returns is the writer's, to read: a
         later call leaves it as it is.
         """
-        decider: Decider = commands if callable(commands) else (lambda state: decide_all(state, commands))
         with self.store.locked():
             kept, self._kept = self._kept, None
             resumed = self._resume(kept)
             reflected: tuple[int, int] | None
-            ranking = None
+            ranking, texts = None, None
             if resumed is not None:
                 state, position, reflected, digest = resumed
-                ranking = kept.ranking if kept is not None else None
+                if kept is not None:
+                    ranking, texts = kept.ranking, kept.texts
             else:
                 state, position, _taken_in = self._housekeep()
                 reflected, digest = self._reflected, self._reflected_digest
+            given = texts
+            decider: Decider = commands if callable(commands) else (lambda state: decide_all(state, commands, given))
+            count = len(state.where)
             committed = commit(self.store, state, position, decider, cause, shared=resumed is not None)
             if committed is not None:
                 if checkpoints.crosses(position.seq, committed.position.seq):
@@ -274,6 +279,7 @@ class PlaybookRepository:
                 state, position = committed.state, committed.position
                 if ranking is not None:
                     ranking = ranking.after(state, committed.events)
+                texts = _texts_after(texts if resumed is not None else None, count, state, committed.events)
                 fault("before-snapshot")
             lagging = reflected is not None and may_lag(reflected[1], reflected[0], position.offset)
             written, ranking = self._write_snapshot(state, position, recall=False, snapshot=not lagging,
@@ -282,7 +288,7 @@ class PlaybookRepository:
                 reflected, digest = (position.offset, self.snapshot_path.stat().st_size), written
             mark = self._log_mark()
             if mark is not None and reflected is not None and digest and mark[1] == position.offset:
-                self._kept = _Kept(state, position, mark, digest, reflected, ranking)
+                self._kept = _Kept(state, position, mark, digest, reflected, ranking, texts)
             return committed
 
     def _log_mark(self) -> tuple[int, int, int] | None:
@@ -511,6 +517,20 @@ class PlaybookRepository:
         except OSError as exc:
             raise StorageError.failed("move aside", self.snapshot_path, exc) from exc
         return target.name
+
+
+def _texts_after(texts: set[str] | None, count: int, state: PlaybookState, events: Sequence[Event]) -> set[str] | None:
+    """Every key point's text in `state`, which held `count` key points and `texts` before `events`: `texts`
+    grown in place when the events only added new key points or skipped, gathered again when they added some
+    otherwise, and None (left to the next decision) when they added none."""
+    added = [event.text for event in events if isinstance(event, KeyPointAdded)]
+    if not added:
+        return texts if texts is not None and all(isinstance(event, OperationSkipped) for event in events) else None
+    if (texts is None or len(state.where) != count + len(added)
+            or not all(isinstance(event, (KeyPointAdded, OperationSkipped)) for event in events)):
+        return state.texts()
+    texts.update(added)
+    return texts
 
 
 def _same_dir(a: Path, b: Path) -> bool:

@@ -418,3 +418,18 @@ def test_a_writer_resumes_from_its_last_append_and_leaves_the_state_it_returned(
     PlaybookRepository(repo.claude_dir).append(ops({"type": "ADD", "text": "by another writer"}), CAUSE)
     fourth = repo.append(ops({"type": "ADD", "text": "after it"}), CAUSE)
     assert rebuilt and fourth is not None and "by another writer" in fourth.state.texts()
+
+
+def test_a_writer_s_duplicate_check_follows_its_own_and_others_changes(project, repo):
+    def added(committed) -> list[str]:
+        assert committed is not None
+        return [e.text for e in committed.events if isinstance(e, KeyPointAdded)]
+
+    assert added(repo.append(ops({"type": "ADD", "text": "x"}, {"type": "ADD", "text": "z"}), CAUSE)) == ["x", "z"]
+    assert added(repo.append(ops({"type": "ADD", "text": "x"}, {"type": "ADD", "text": "w"}), CAUSE)) == ["w"]
+    PlaybookRepository(repo.claude_dir).append(ops({"type": "ADD", "text": "y"}), CAUSE)
+    assert added(repo.append(ops({"type": "ADD", "text": "y"}, {"type": "ADD", "text": "v"}), CAUSE)) == ["v"]
+    repo.append(ops({"type": "DELETE", "target_id": "oth-001"}), CAUSE)
+    assert added(repo.append(ops({"type": "ADD", "text": "x"}, {"type": "ADD", "text": "w"}), CAUSE)) == ["x"]
+    repo.append(ops({"type": "UPDATE", "target_id": "oth-002", "text": "z2"}), CAUSE)
+    assert added(repo.append(ops({"type": "ADD", "text": "z"}), CAUSE)) == ["z"]
