@@ -16,13 +16,26 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from typing import Any
 
-try:  # optional: a well-kept C implementation of the fuzzy ratios
-    from rapidfuzz import fuzz as _fuzz
-    from rapidfuzz import process as _process
-except ImportError:  # pragma: no cover - depends on the environment
-    _fuzz = None  # type: ignore[assignment]
-    _process = None  # type: ignore[assignment]
+
+@lru_cache(maxsize=1)
+def _rapidfuzz() -> Any:
+    """rapidfuzz's `fuzz`, optional (a well-kept C implementation of the fuzzy ratios), or None when it is not
+    installed. Imported on first use: importing it costs tens of milliseconds, which a hook that records a
+    learning request and never compares two lessons should not pay."""
+    try:
+        from rapidfuzz import fuzz
+    except ImportError:  # pragma: no cover - depends on the environment
+        return None
+    return fuzz
+
+
+def __getattr__(name: str) -> Any:
+    if name == "_fuzz":
+        return _rapidfuzz()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 RAPIDFUZZ = "rapidfuzz token_set+token_sort"
 LEXICAL = "content-word overlap"
@@ -79,7 +92,7 @@ def _set_score(a: frozenset[str], b: frozenset[str]) -> float:
 
 def method() -> str:
     """The measure in use: rapidfuzz when installed, else the dependency-free one."""
-    return RAPIDFUZZ if _fuzz is not None else LEXICAL
+    return RAPIDFUZZ if _rapidfuzz() is not None else LEXICAL
 
 
 def similarity(a: str, b: str, using: str | None = None) -> float:
@@ -90,9 +103,11 @@ def similarity(a: str, b: str, using: str | None = None) -> float:
     numbers_b = {w for w in words_b if w[0].isdigit()}
     if numbers_a and numbers_b and numbers_a != numbers_b:
         return 0.0  # Python 3.8 is not Python 3.11, port 8080 not 9090
-    if using == RAPIDFUZZ and _fuzz is not None:
-        score = (_fuzz.token_set_ratio(" ".join(words_a), " ".join(words_b))
-                 + _fuzz.token_sort_ratio(" ".join(words_a), " ".join(words_b))) / 200.0
+    fuzz = _rapidfuzz() if using == RAPIDFUZZ else None
+    score: float
+    if fuzz is not None:
+        score = (fuzz.token_set_ratio(" ".join(words_a), " ".join(words_b))
+                 + fuzz.token_sort_ratio(" ".join(words_a), " ".join(words_b))) / 200.0
     else:
         score = _set_score(frozenset(words_a), frozenset(words_b))
     if ("not" in words_a) != ("not" in words_b):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from typing import Any
 
@@ -11,7 +12,14 @@ from eventlog.domain import SECTION_SLUGS, PlaybookState
 @cache
 def load_template(name: str) -> str:
     """The prompt template `name` (e.g. "playbook.txt") shipped in the `prompts` package."""
-    from importlib import resources  # here: it costs every hook a few milliseconds, and most never need a template
+    import prompts
+
+    if prompts.__file__ is not None and os.path.isfile(found := os.path.join(os.path.dirname(prompts.__file__), name)):
+        # a package installed as files: read directly, as `importlib.resources` (a few milliseconds of imports
+        # on every writing hook) would
+        with open(found, encoding="utf-8") as handle:
+            return handle.read()
+    from importlib import resources  # a package in a zip, or of another kind
 
     return resources.files("prompts").joinpath(name).read_text(encoding="utf-8")
 
