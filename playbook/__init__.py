@@ -6,8 +6,6 @@ Attributes load on first use (PEP 562), so importing a submodule such as
 
 from __future__ import annotations
 
-import importlib
-
 TYPE_CHECKING = False  # not typing's: importing typing costs a start-up what the standard-library-only paths avoid
 if TYPE_CHECKING:
     from typing import Any
@@ -38,6 +36,8 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'playbook' has no attribute {name!r}")
+    import importlib  # here: the standard-library-only hooks import this package and never need it
+
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
