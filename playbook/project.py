@@ -48,7 +48,9 @@ def claude_dir(project: Path | None = None) -> Path:
         path = directory / name
         try:
             mode = os.stat(path).st_mode
-        except FileNotFoundError:  # absent, or a link to nothing (which no write follows)
+        except (FileNotFoundError, NotADirectoryError):
+            # Absent, a link to nothing (which no write follows), or `.claude` is no directory: the store
+            # then says in one line that it cannot write there, and readers see an empty playbook.
             continue
         except OSError as exc:
             raise OutsideProject(f"{path} cannot be used: {exc.strerror or exc}: the playbook is not read or "
