@@ -8,9 +8,9 @@ from typing import IO
 from .errors import CorruptLogError
 from .events import TransactionCommitted
 from .logformat import (CRC_DIGITS, CRC_TAIL, DECODE_ERRORS, HASH_DIGITS, TAIL, Link, Running, check_line, check_run,
-                        digest_at, extend, h_at, hash_after, previous_commit_end, split_hash, start, upgraded)
+                        commit_decoder, digest_at, extend, h_at, hash_after, previous_commit_end, split_hash, start,
+                        upgraded)
 from .positions import Position
-from . import registry
 from .store import LogReader
 
 
@@ -39,7 +39,7 @@ def hash_at(path: Path, position: Position) -> bool:
     except OSError:
         return False
     try:
-        commit = registry.record_decoder.decode(line)
+        commit = commit_decoder.decode(line)  # any other record fails to decode as a commit
     except DECODE_ERRORS:
         return False
     return type(commit) is TransactionCommitted and commit.seq == position.seq

@@ -40,14 +40,14 @@ _READS: dict[type, tuple[str, ...]] = {
 
 class _Views(NamedTuple):
     """The fold's view types and what it does with each: built on first use, as building the views
-    (a struct per record type, twice) is a good part of the import of the log's machinery, which a
-    command that never folds (a hook reading a current playbook.json) does not need."""
+    (a struct per record type) is a good part of the import of the log's machinery, which a command
+    that never folds (a hook reading a current playbook.json) does not need."""
 
     view_of: dict[type, type]
-    seq_view_of: dict[type, type]
-    """The same views with every line's `seq`, for a reader that checks each one (see `fold_views_with`)."""
     handlers: dict[type, Handler]
-    evaluated: tuple[type, type, type]
+    """By record type and view type; `_seq_views` adds its views."""
+    evaluated: list[type]
+    """`KeyPointEvaluated` and its views (the one with `seq` once `_seq_views` has built it)."""
     commit_view: type
     fold_views: Any
 
@@ -55,12 +55,21 @@ class _Views(NamedTuple):
 @cache
 def _views() -> _Views:
     view_of = {kind: record_view(kind, fields) for kind, fields in _READS.items()}
-    seq_view_of = {kind: view_of[kind] if "seq" in fields else record_view(kind, (*fields, "seq"))
+    handlers = {**_APPLY, **{view_of[kind]: handler for kind, handler in _APPLY.items()}}
+    evaluated: list[type] = [KeyPointEvaluated, view_of[KeyPointEvaluated], view_of[KeyPointEvaluated]]
+    return _Views(view_of, handlers, evaluated, view_of[TransactionCommitted], Union[tuple(view_of.values())])
+
+
+@cache
+def _seq_views() -> dict[type, type]:
+    """The views with every line's `seq`, for a reader that checks each one (see `fold_views_with`): built
+    only when such a reader first asks, and registered with the fold before any line is decoded as one."""
+    views = _views()
+    seq_view_of = {kind: views.view_of[kind] if "seq" in fields else record_view(kind, (*fields, "seq"))
                    for kind, fields in _READS.items()}
-    handlers = {**_APPLY, **{views[kind]: handler for views in (view_of, seq_view_of) for kind, handler in _APPLY.items()}}
-    evaluated = (KeyPointEvaluated, view_of[KeyPointEvaluated], seq_view_of[KeyPointEvaluated])
-    return _Views(view_of, seq_view_of, handlers, evaluated, view_of[TransactionCommitted],
-                  Union[tuple(view_of.values())])
+    views.handlers.update({seq_view_of[kind]: handler for kind, handler in _APPLY.items()})
+    views.evaluated[2] = seq_view_of[KeyPointEvaluated]
+    return seq_view_of
 
 
 FOLD_VIEWS: Any
@@ -91,7 +100,7 @@ def fold_views_with(whole: tuple[type, ...]) -> Any:
     """`FOLD_VIEWS` with every line's `seq`, and the record types in `whole` (commits among them, or not)
     decoded as the records themselves: for a reader that checks every seq or looks at what it folds
     (`apply_records` takes these views too)."""
-    seq_view_of = _views().seq_view_of
+    seq_view_of = _seq_views()
     return Union[tuple(kind if kind in whole else seq_view_of[kind] for kind in _READS)]
 
 
