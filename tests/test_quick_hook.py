@@ -184,3 +184,19 @@ def test_a_way_to_the_model_is_found_as_the_backend_finds_it(env, tmp_path, monk
 def test_input_the_decision_cannot_read_is_left_to_the_full_hook(env):
     for raw in (b"", b"[]", b"\xff{", b"x" * ((1 << 20) + 1), b'{"reason": 1'):
         assert nothing_to_do("SessionEnd", raw) is False
+
+
+def test_what_the_decision_copies_agrees_with_the_full_hook(env, monkeypatch):
+    from eventlog.domain import PlaybookState
+    from playbook import backend, hooks, notice, project, quick_hook, settings
+    from projections import injection
+
+    assert [name for name, _ in quick_hook.PLAYBOOK_FILES] == [name for name, _ in project.PLAYBOOK_PATHS]
+    assert [kind for _, kind in quick_hook.PLAYBOOK_FILES] == [kind for _, kind in project.PLAYBOOK_PATHS]
+    assert (quick_hook.MAX_STDIN, quick_hook.MAX_SETTINGS_BYTES) == (hooks.MAX_STDIN, injection.MAX_SETTINGS_BYTES)
+    assert quick_hook.NO_BACKEND == backend.NO_BACKEND
+    assert set(quick_hook.SWITCHES) == {key for key in settings.Settings.__struct_fields__
+                                        if key.startswith("playbook_update_on_")}
+    for key in quick_hook.SWITCHES:
+        monkeypatch.setenv(key.upper(), "0")
+    assert notice.learning_blocker(Path(env["CLAUDE_PROJECT_DIR"]), PlaybookState()) == quick_hook.ALL_OFF
