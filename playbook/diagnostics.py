@@ -16,7 +16,8 @@ from eventlog import events as ev
 from eventlog.domain import PRUNE_RULE
 from eventlog.files import FILE_MODE, make_dirs
 
-from projections.repository import Divergence, PlaybookRepository
+from projections.outside import Divergence
+from projections.repository import PlaybookRepository
 
 from .project import claude_dir
 from .safe_text import clean

@@ -16,16 +16,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
-import msgspec
-
-from eventlog.decide import Command, ImportLegacy, RecordUnreadableFile, ReplaceContent, decide_all
+from eventlog.decide import Command, decide_all
 from eventlog.domain import PlaybookState
 from eventlog.errors import PlaybookError, StorageError
-from eventlog.events import Cause, Event, KeyPointAdded, OperationSkipped, SnapshotSetAside
+from eventlog.events import Cause, Event, KeyPointAdded, OperationSkipped
 from eventlog.evolve import apply_transaction
 from eventlog.faults import point as fault
 from eventlog.jsonl import JsonlEventStore
@@ -36,22 +33,15 @@ from . import checkpoints
 from .injection import INJECTION_NAME, Ranking, injection_budget, injection_file, output_of, plan, settings_stamp
 from .injection import user_mark
 from .injection import waiting_for_review
+from .outside import Divergence, Housekept, Outside, divergence
 from .recall import RECALL_NAME, recall_file
-from .snapshot import ReadSnapshot, claimed_position, may_lag, read_snapshot, state_of, write_atomically, write_snapshot
+from .snapshot import ReadSnapshot, may_lag, read_snapshot, state_of, write_atomically, write_snapshot
 
 LOG_NAME = "playbook.events.jsonl"
 SNAPSHOT_NAME = "playbook.json"
 
 Decider = Callable[[PlaybookState], list[Event]]
 T = TypeVar("T")
-
-
-class Housekept(NamedTuple):
-    """The state at the log's end after taking in what waited outside it, and the transactions that did."""
-
-    state: PlaybookState
-    position: Position
-    taken_in: tuple[Committed, ...]
 
 
 class _Kept(NamedTuple):
@@ -74,26 +64,6 @@ class TakenIn(NamedTuple):
 
     state: PlaybookState
     taken_in: tuple[Committed, ...]
-
-
-class Divergence(msgspec.Struct, frozen=True):
-    """playbook.json reflects a position (`seq`, ending at byte `offset`) that the log, `log_size` bytes
-    long, does not hold: ahead of it when the position lies past its end, else beside it."""
-
-    seq: int
-    offset: int
-    log_size: int
-
-    @property
-    def ahead(self) -> bool:
-        return self.offset > self.log_size
-
-    def describe(self) -> str:
-        if self.ahead:
-            return (f"playbook.json is ahead of the log: it reflects seq {self.seq} (byte {self.offset}) and the log "
-                    f"ends at byte {self.log_size}")
-        return (f"playbook.json reflects seq {self.seq} (byte {self.offset}) of another history than the log's, "
-                "or a damaged line")
 
 
 class PlaybookRepository:
@@ -148,16 +118,7 @@ class PlaybookRepository:
         return self._divergence(read_snapshot(self.snapshot_path))
 
     def _divergence(self, found: ReadSnapshot | None) -> Divergence | None:
-        if found is None or found.snapshot is None or found.snapshot.log is None or not found.snapshot.log.offset:
-            return None
-        size = self.store.size()
-        if not size:
-            return None  # no log at all: the snapshot is imported as the log's first transaction
-        log = found.snapshot.log
-        position = Position(offset=log.offset, seq=log.seq, hash=log.hash, line=log.line)
-        if log.offset <= size and self.store.holds(position):
-            return None
-        return Divergence(seq=log.seq, offset=log.offset, log_size=size)
+        return divergence(self.store, found)
 
     def is_fresh(self) -> bool:
         """True when playbook.json is untouched and reflects the whole log: a stat of the log and a read of
@@ -415,35 +376,16 @@ class PlaybookRepository:
         self._reflected, self._reflected_digest, self._kept = None, "", None
         found = read_snapshot(self.snapshot_path)
         self.diverged = self._divergence(found)
+        outside = Outside(self.store, self.snapshot_path, self.current, self.checkpoint)
         if self.diverged is not None:
             if not writing:
                 return Housekept(*self.current(), ())
-            return self._set_aside_diverged(self.diverged)
-        has_log = self.store.exists()
-        path = str(self.snapshot_path)
-        if has_log and found is not None and found.snapshot is None and not isinstance(found.data, dict):
-            # JSON, but no playbook: read as a hand edit it would delete every entry. Kept like unreadable bytes.
-            found = ReadSnapshot(error=found.error or f"{path} holds a JSON {_json_kind(found.data)}, not an object")
-        if found is not None and found.error is not None:
-            moved = self._set_aside(found)
-            if not has_log:
-                return self._commit([RecordUnreadableFile(path=path, moved_aside=moved, error=found.error)],
-                                    Cause(source="import", note="unreadable playbook.json"))
-            state, position = self.current()
-            event = SnapshotSetAside(moved_to=moved or "", error=found.error)
-            committed = commit(self.store, state, position, lambda _s: [event], Cause(source="rebuild"))
-            assert committed is not None
-            return Housekept(committed.state, committed.position, (committed,))
-        if not has_log:
-            if found is None or (found.snapshot is not None and found.snapshot.log is not None
-                                  and found.snapshot.log.offset == 0):
-                return Housekept(PlaybookState(), Position(), ())  # nothing yet, or our own empty projection
-            data = msgspec.to_builtins(found.snapshot) if found.snapshot is not None else found.data
-            kept = self._keep_original()
-            return self._commit([ImportLegacy(data=data, path=path, genesis=True, kept_at=kept)],
-                                Cause(source="import", note="playbook.json found without a log"))
-        if found is not None and found.snapshot is None:
-            return self._import_manual_edit(found)
+            done = outside.set_aside_diverged(self.diverged)
+            self.diverged = None
+            return done
+        done_outside = outside.take_in(found)
+        if done_outside is not None:
+            return done_outside
         if found is not None and found.snapshot is not None and found.snapshot.log is not None:
             self._reflected = (found.snapshot.log.offset, found.size)  # not diverged: the log holds that position
             self._reflected_digest = found.snapshot.log.digest
@@ -458,65 +400,6 @@ class PlaybookRepository:
             for temp in self.claude_dir.glob(f".{name}.*.tmp"):
                 temp.unlink(missing_ok=True)
         checkpoints.remove_leftovers(self.claude_dir / checkpoints.CHECKPOINT_DIR)
-
-    def _commit(self, commands: Sequence[Command], cause: Cause) -> Housekept:
-        state, position = self.checkpoint() if self.store.exists() else (PlaybookState(), Position())
-        committed = commit(self.store, state, position, lambda s: decide_all(s, commands), cause)
-        if committed is None:
-            return Housekept(*self.store.fold(state, position)[:2], ())
-        return Housekept(committed.state, committed.position, (committed,))
-
-    def _import_manual_edit(self, found: ReadSnapshot) -> Housekept:
-        """A playbook.json that differs from what the log says it should be: its edits become events."""
-        base = self._claimed_base(found.data)
-        return self._commit([ReplaceContent(target=found.data, origin="manual_edit", base=base)],
-                            Cause(source="manual_edit", note=f"{self.snapshot_path.name} edited by hand"))
-
-    def _claimed_base(self, data: object) -> PlaybookState | None:
-        """The state at the log position an edited snapshot still claims, if that claim holds."""
-        position = claimed_position(data)
-        if position is None or not self.store.holds(position):
-            return None
-        return self.store.fold(PlaybookState(), Position(), position.offset)[0]
-
-    def _keep_original(self) -> str | None:
-        """Copy the file about to be imported, byte for byte: the projection will replace it, and
-        what it held beyond the playbook (unknown keys, odd values) must not be lost."""
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-        target = self.snapshot_path.with_name(f"{self.snapshot_path.name}.legacy-{stamp}")
-        try:
-            write_atomically(target, self.snapshot_path.read_bytes())
-        except OSError as exc:
-            raise StorageError.failed("keep a copy of", self.snapshot_path, exc) from exc
-        return target.name
-
-    def _set_aside_diverged(self, diverged: Divergence) -> Housekept:
-        """Record that playbook.json is moved aside, then move it: its bytes stay, under a name the log gives."""
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-        target = self.snapshot_path.with_name(f"{self.snapshot_path.name}.ahead-{stamp}")
-        state, position = self.current()
-        event = SnapshotSetAside(moved_to=target.name, error=diverged.describe(),
-                                 kind="ahead" if diverged.ahead else "beside")
-        committed = commit(self.store, state, position, lambda _s: [event],
-                           Cause(source="rebuild", note="playbook.json kept aside"))
-        assert committed is not None
-        try:
-            os.replace(self.snapshot_path, target)
-        except OSError as exc:
-            raise StorageError.failed("move aside", self.snapshot_path, exc) from exc
-        self.diverged = None
-        return Housekept(committed.state, committed.position, (committed,))
-
-    def _set_aside(self, found: ReadSnapshot) -> str | None:
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-        target = self.snapshot_path.with_name(f"{self.snapshot_path.name}.unreadable-{stamp}")
-        try:
-            os.replace(self.snapshot_path, target)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise StorageError.failed("move aside", self.snapshot_path, exc) from exc
-        return target.name
 
 
 def _texts_after(texts: set[str] | None, count: int, state: PlaybookState, events: Sequence[Event]) -> set[str] | None:
@@ -539,7 +422,3 @@ def _same_dir(a: Path, b: Path) -> bool:
     except (OSError, ValueError):
         return False
 
-
-def _json_kind(value: object) -> str:
-    kinds = {type(None): "null", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
-    return kinds.get(type(value), type(value).__name__)
