@@ -198,9 +198,30 @@ def plan(state: PlaybookState, budget: int, user: PlaybookState | None = None,
     if user is not None and user.disabled:  # `playbook disable --user`: the user-level playbook is left out
         user = None
     playbooks = [state] if user is None else [user, state]
+    mine, theirs, sorted_, chars, shortest = _items(state, user, len(playbooks) - 1, ranking)
+    # The whole playbook is rendered only when it may fit: its texts alone, at a token per 4 characters at
+    # least, already exceed a budget they are over 4 times as long as.
+    if budget <= 0 or chars <= 4 * budget:
+        whole = _whole(playbooks, user is not None, budget)
+        if whole is not None:
+            return whole
+    # In rank order, taken as the loop asks: it stops once no line fits, usually a few hundred in.
+    ranked: Iterable[Item]
+    if sorted_:
+        ranked = heapq.merge(_in_order(theirs), mine) if theirs else mine
+    else:
+        ranked = _in_order(mine + theirs)
+    room = budget - _frame(user is not None, len(mine) + len(theirs), budget)
+    picked = _pick(ranked, room, 26 + shortest, len(playbooks), user is not None)
+    return _assemble(playbooks, picked, user is not None, budget)
+
+
+def _items(state: PlaybookState, user: PlaybookState | None, which: int, ranking: Ranking | None
+           ) -> tuple[list[Item], list[Item], bool, int, int]:
+    """The items of `state` (playbook index `which`) and of `user`, whether `state`'s are sorted already
+    (`ranking` was its), the length of all their texts and of the shortest line's name and text together."""
     # Ranking: the user's own first, preferences next, stale last, then track record; the position inside
     # its section breaks ties, so equal records are taken from every section in turn rather than one's tail.
-    which = len(playbooks) - 1
     if ranking is not None and ranking.which == which and not ranking.users:
         mine, sorted_ = ranking.items, True
         chars, shortest = ranking.chars, ranking.shortest
@@ -211,28 +232,31 @@ def plan(state: PlaybookState, budget: int, user: PlaybookState | None = None,
     if theirs:
         chars += their_chars
         shortest = min(shortest, their_shortest + len(USER_PREFIX)) if mine else their_shortest + len(USER_PREFIX)
-    count = len(mine) + len(theirs)
-    # The whole playbook is rendered only when it may fit: its texts alone, at a token per 4 characters at
-    # least, already exceed a budget they are over 4 times as long as.
-    if budget <= 0 or chars <= 4 * budget:
-        full = _render(playbooks, [set(p.where) for p in playbooks])
-        if budget <= 0 or estimate_tokens(full) <= budget:
-            names = [[kp.name for _section, kp in p.entries()] for p in playbooks]
-            return Injection(full, names[-1], [], budget, estimate_tokens(full),
-                             names[0] if user is not None else [])
-    # In rank order, taken as the loop below asks: it stops once no line fits, usually a few hundred in.
-    ranked: Iterable[Item]
-    if sorted_:
-        ranked = heapq.merge(_in_order(theirs), mine) if theirs else mine
-    else:
-        ranked = _in_order(mine + theirs)
+    return mine, theirs, sorted_, chars, shortest
+
+
+def _whole(playbooks: list[PlaybookState], has_user: bool, budget: int) -> Injection | None:
+    """Every key point of `playbooks`, when they fit in `budget` (or there is none); else None."""
+    full = _render(playbooks, [set(p.where) for p in playbooks])
+    if budget <= 0 or estimate_tokens(full) <= budget:
+        names = [[kp.name for _section, kp in p.entries()] for p in playbooks]
+        return Injection(full, names[-1], [], budget, estimate_tokens(full), names[0] if has_user else [])
+    return None
+
+
+def _frame(has_user: bool, count: int, budget: int) -> int:
+    """The estimated tokens of everything but the key points' lines: instructions, headings, closing line."""
     frame = estimate_tokens(load_template("playbook.txt").format(key_points=""))
-    headings = [""] if user is None else [USER_HEADING, ""]
+    headings = [""] if not has_user else [USER_HEADING, ""]
     frame += sum(estimate_tokens(f"## {section}{heading}\n\n") for heading in headings for section in SECTION_SLUGS)
-    frame += estimate_tokens(left_out_line(count, budget))
-    room = budget - frame
-    floor = 26 + shortest  # no key point's line is shorter than this many characters
-    picked: list[list[tuple[int, int, KeyPoint]]] = [[] for _ in playbooks]
+    return frame + estimate_tokens(left_out_line(count, budget))
+
+
+def _pick(ranked: Iterable[Item], room: int, floor: int, playbooks: int, has_user: bool
+          ) -> list[list[tuple[int, int, KeyPoint]]]:
+    """For each playbook, the (section index, position, key point) of each item of `ranked` taken, in rank
+    order, while their lines fit in `room` tokens; no line is shorter than `floor` characters."""
+    picked: list[list[tuple[int, int, KeyPoint]]] = [[] for _ in range(playbooks)]
     blocked, current = False, 0
     for item in ranked:
         if floor > 4 * room:  # no key point's line fits in what is left: none is taken after this
@@ -242,7 +266,7 @@ def plan(state: PlaybookState, budget: int, user: PlaybookState | None = None,
             if blocked:  # a tier is entered only when every key point of the tiers before it fitted
                 break
             current = tier
-        prefix = USER_PREFIX if which == 0 and user is not None else ""
+        prefix = USER_PREFIX if which == 0 and has_user else ""
         if len(prefix) + len(kp.name) + len(kp.text) + 26 > 4 * room:  # its line is longer: more than `room` tokens
             blocked = True
             continue
@@ -252,11 +276,17 @@ def plan(state: PlaybookState, budget: int, user: PlaybookState | None = None,
             room -= cost
         else:
             blocked = True
+    return picked
+
+
+def _assemble(playbooks: list[PlaybookState], picked: list[list[tuple[int, int, KeyPoint]]], has_user: bool,
+              budget: int) -> Injection:
+    """The injection of the `picked` key points, in their playbook order, with the closing line."""
     kept: list[dict[str, list[tuple[str, str, int, int]]]] = []
     included: list[list[str]] = []
     left_out: list[list[str]] = []
     for which, (playbook, found) in enumerate(zip(playbooks, picked)):
-        prefix = USER_PREFIX if which == 0 and user is not None else ""
+        prefix = USER_PREFIX if which == 0 and has_user else ""
         found.sort(key=lambda entry: entry[:2])  # playbook order: section, then position in it
         chosen = {kp.name for _s, _p, kp in found}
         left_out.append(list(filterfalse(chosen.__contains__, chain.from_iterable(playbook.sections.values()))))
@@ -265,11 +295,11 @@ def plan(state: PlaybookState, budget: int, user: PlaybookState | None = None,
         kept.append({})
         for section_index, _position, kp in found:
             kept[-1].setdefault(sections[section_index], []).append((prefix + kp.name, kp.text, kp.helpful, kp.harmful))
-    text = format_sections(kept[-1], user=kept[0] if user is not None else None)
+    text = format_sections(kept[-1], user=kept[0] if has_user else None)
     left = sum(len(names) for names in left_out)
     text = (text.rstrip("\n") + "\n\n" if text else "") + left_out_line(left, budget) + "\n"
     return Injection(text, included[-1], left_out[-1], budget, estimate_tokens(text),
-                     included[0] if user is not None else [], left_out[0] if user is not None else [])
+                     included[0] if has_user else [], left_out[0] if has_user else [])
 
 
 def _in_order(items: list[Item]) -> Iterator[Item]:
