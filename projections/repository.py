@@ -22,7 +22,7 @@ from typing import NamedTuple, TypeVar
 from eventlog.decide import Command, decide_all
 from eventlog.domain import PlaybookState
 from eventlog.errors import PlaybookError, StorageError
-from eventlog.events import Cause, Event, KeyPointAdded, OperationSkipped
+from eventlog.events import Cause, Event
 from eventlog.evolve import apply_transaction
 from eventlog.faults import point as fault
 from eventlog.jsonl import JsonlEventStore
@@ -33,6 +33,7 @@ from . import checkpoints
 from .injection import INJECTION_NAME, Ranking, injection_budget, injection_file, output_of, plan, settings_stamp
 from .injection import user_mark
 from .injection import waiting_for_review
+from .kept import Kept, log_mark, still_current, texts_after
 from .outside import Divergence, Housekept, Outside, divergence
 from .recall import RECALL_NAME, recall_file
 from .snapshot import ReadSnapshot, may_lag, read_snapshot, state_of, write_atomically, write_snapshot
@@ -42,21 +43,6 @@ SNAPSHOT_NAME = "playbook.json"
 
 Decider = Callable[[PlaybookState], list[Event]]
 T = TypeVar("T")
-
-
-class _Kept(NamedTuple):
-    """What a writer keeps of its last append: the state and position it wrote, and the marks that say nothing
-    else wrote since (the log's inode, size and mtime; playbook.json's digest, the log end it reflects, its size)."""
-
-    state: PlaybookState
-    position: Position
-    log_mark: tuple[int, int, int]
-    snapshot_digest: str
-    reflected: tuple[int, int]
-    ranking: Ranking | None
-    """The injection plan's ranking of `state`."""
-    texts: set[str] | None
-    """Every key point's text in `state`, for the duplicate check, when the last append added some."""
 
 
 class TakenIn(NamedTuple):
@@ -89,7 +75,7 @@ class PlaybookRepository:
         self._reflected: tuple[int, int] | None = None
         """Where the log ended for the untouched playbook.json the last housekeeping read, and its size."""
         self._reflected_digest = ""
-        self._kept: _Kept | None = None
+        self._kept: Kept | None = None
         """The state this object's last append left, trusted by the next one while nothing else wrote."""
         self.diverged: Divergence | None = None
         """Set when this object's last read left in place a playbook.json that holds what the log does not."""
@@ -240,39 +226,22 @@ class PlaybookRepository:
                 state, position = committed.state, committed.position
                 if ranking is not None:
                     ranking = ranking.after(state, committed.events)
-                texts = _texts_after(texts if resumed is not None else None, count, state, committed.events)
+                texts = texts_after(texts if resumed is not None else None, count, state, committed.events)
                 fault("before-snapshot")
             lagging = reflected is not None and may_lag(reflected[1], reflected[0], position.offset)
             written, ranking = self._write_snapshot(state, position, recall=False, snapshot=not lagging,
                                                     ranking=ranking, rank=True)
             if written is not None:
                 reflected, digest = (position.offset, self.snapshot_path.stat().st_size), written
-            mark = self._log_mark()
+            mark = log_mark(self.store, self.log_path)
             if mark is not None and reflected is not None and digest and mark[1] == position.offset:
-                self._kept = _Kept(state, position, mark, digest, reflected, ranking, texts)
+                self._kept = Kept(state, position, mark, digest, reflected, ranking, texts)
             return committed
 
-    def _log_mark(self) -> tuple[int, int, int] | None:
-        """The log file's inode, size and mtime: any write to it, or its replacement, changes one of them."""
-        if not isinstance(self.store, JsonlEventStore):
-            return None
-        try:
-            found = os.stat(self.log_path)
-        except OSError:
-            return None
-        return found.st_ino, found.st_size, found.st_mtime_ns
-
-    def _resume(self, kept: _Kept | None) -> tuple[PlaybookState, Position, tuple[int, int], str] | None:
+    def _resume(self, kept: Kept | None) -> tuple[PlaybookState, Position, tuple[int, int], str] | None:
         """Under the lock: what this object's last append left, when nothing else wrote the log or playbook.json
-        since (`_housekeep`'s result, without rebuilding the state); None otherwise.
-
-        playbook.json is read whole (its digest checked against the one written or read then); a hand edit,
-        a lost or unreadable file, or another writer's append, fails the check."""
-        if kept is None or self._log_mark() != kept.log_mark:
-            return None
-        found = read_snapshot(self.snapshot_path)
-        if (found is None or found.snapshot is None or found.snapshot.log is None
-                or found.snapshot.log.digest != kept.snapshot_digest or found.size != kept.reflected[1]):
+        since (`_housekeep`'s result, without rebuilding the state); None otherwise."""
+        if kept is None or not still_current(kept, self.store, self.log_path, self.snapshot_path):
             return None
         self._remove_stale_temps()
         self.diverged = None
@@ -400,20 +369,6 @@ class PlaybookRepository:
             for temp in self.claude_dir.glob(f".{name}.*.tmp"):
                 temp.unlink(missing_ok=True)
         checkpoints.remove_leftovers(self.claude_dir / checkpoints.CHECKPOINT_DIR)
-
-
-def _texts_after(texts: set[str] | None, count: int, state: PlaybookState, events: Sequence[Event]) -> set[str] | None:
-    """Every key point's text in `state`, which held `count` key points and `texts` before `events`: `texts`
-    grown in place when the events only added new key points or skipped, gathered again when they added some
-    otherwise, and None (left to the next decision) when they added none."""
-    added = [event.text for event in events if isinstance(event, KeyPointAdded)]
-    if not added:
-        return texts if texts is not None and all(isinstance(event, OperationSkipped) for event in events) else None
-    if (texts is None or len(state.where) != count + len(added)
-            or not all(isinstance(event, (KeyPointAdded, OperationSkipped)) for event in events)):
-        return state.texts()
-    texts.update(added)
-    return texts
 
 
 def _same_dir(a: Path, b: Path) -> bool:
