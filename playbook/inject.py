@@ -18,7 +18,7 @@ NOTICE_NAME = "playbook.notice"
 
 
 def settings_stamp(project: str) -> str:
-    """`projections.injection.settings_stamp`, with the standard library alone: the two must agree."""
+    """`projections.config.settings_stamp`, with the standard library alone: the two must agree."""
     parts = []
     user = os.path.expanduser(os.environ.get("CLAUDE_CONFIG_DIR") or "~/.claude")
     for path in (os.path.join(user, SETTINGS_NAME), os.path.join(project, ".claude", SETTINGS_NAME)):

@@ -13,7 +13,8 @@ from eventlog.decide import ApplyOperations, Command, Evaluate, MergeDuplicates,
 from eventlog.domain import PlaybookState
 from eventlog.events import Cause, Event, KeyPointAdded, KeyPointUpdated
 from eventlog.evolve import fold
-from projections.injection import Injection, injection_budget, plan, setting_number
+from projections.config import setting_number
+from projections.injection import Injection, injection_budget, plan
 from projections.repository import PlaybookRepository
 
 

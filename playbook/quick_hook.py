@@ -29,7 +29,7 @@ from .recall import top_level_strings
 MAX_STDIN = 1 << 20
 """`playbook.hooks.MAX_STDIN`."""
 MAX_SETTINGS_BYTES = 1 << 20
-"""`projections.injection.MAX_SETTINGS_BYTES`."""
+"""`projections.config.MAX_SETTINGS_BYTES`."""
 SWITCHES = ("playbook_update_on_exit", "playbook_update_on_clear", "playbook_update_on_subagent_stop",
             "playbook_update_on_precompact")
 """The learning switches of `playbook.settings.Settings`, all true by default."""
@@ -55,7 +55,7 @@ def switch_of(event: str, members: dict[str, str]) -> str | None:
 
 def _settings_file(path: str) -> dict[str, object] | None:
     """The JSON object a settings file holds, {} when there is none or it is no object (as
-    `projections.injection.read_settings`), None when it cannot be told without the full reader."""
+    `projections.config.read_settings`), None when it cannot be told without the full reader."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:

@@ -49,7 +49,7 @@ def terms(text: str) -> list[str]:
 
 
 def settings_stamp(project: str) -> str:
-    """`projections.injection.settings_stamp`, with the standard library alone."""
+    """`projections.config.settings_stamp`, with the standard library alone."""
     parts = []
     user = os.path.expanduser(os.environ.get("CLAUDE_CONFIG_DIR") or "~/.claude")
     for path in (os.path.join(user, SETTINGS_NAME), os.path.join(project, ".claude", SETTINGS_NAME)):

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import msgspec
 
-from projections.injection import read_settings, settings_paths
+from projections.config import read_settings, settings_paths
 
 from .protective import COMBINE
 

@@ -4,7 +4,7 @@ File format: one header line `<log size> <playbook.json mtime_ns> <settings stam
 <user mark>`, then the exact bytes the hook prints (nothing for an empty playbook). The
 hook trusts the file only while all four still match; otherwise it takes the slow
 path. The user mark (`user_mark`) stands for the user-level playbook, injected ahead of
-the project's, so a change there is seen by every project's next session. The settings stamp (see `settings_stamp`) changes whenever a setting that
+the project's, so a change there is seen by every project's next session. The settings stamp (see `config.settings_stamp`) changes whenever a setting that
 shapes the injection may have changed, so a new budget takes effect at the next
 session start.
 
@@ -16,9 +16,7 @@ left out is counted in one closing line.
 from __future__ import annotations
 
 import heapq
-import json
 import os
-import stat
 from bisect import insort
 from collections.abc import Iterable, Iterator
 from heapq import heapify, heappop
@@ -29,18 +27,15 @@ import msgspec
 
 from eventlog.domain import SECTION_SLUGS, KeyPoint, PlaybookState, Usage
 
+from .config import setting_number
 from .render import USER_HEADING, format_sections, load_template
 
 INJECTION_NAME = "playbook.hook.json"
-SETTINGS_NAME = "playbook.settings.json"
-MAX_SETTINGS_BYTES = 1 << 20
 PREFERENCES = "USER PREFERENCES"
 
 BUDGET_KEY = "playbook_injection_budget"
 DEFAULT_BUDGET = 3000
 """Estimated tokens of the SessionStart context; 0 injects everything. See README for the measurement."""
-STAMPED_ENV = ("PLAYBOOK_INJECTION_BUDGET", "PLAYBOOK_RECALL", "PLAYBOOK_RECALL_MAX_CHARS")
-"""Environment variables that shape what the hooks inject: part of the projections' settings stamp."""
 
 
 class _Output(msgspec.Struct):
@@ -357,69 +352,6 @@ def user_mark(user_dir: Path) -> str:
     except (OSError, ValueError):
         mtime = 0
     return f"{size}:{mtime}"
-
-
-def settings_paths(project: Path) -> tuple[Path, Path]:
-    """The user's and the project's settings files, in the order they apply."""
-    return user_config_dir() / SETTINGS_NAME, project / ".claude" / SETTINGS_NAME
-
-
-def read_settings(path: Path) -> dict[str, object]:
-    """The JSON object a settings file holds; {} when there is none, or it cannot be read as one.
-
-    Non-blocking, a regular file of at most MAX_SETTINGS_BYTES only: a repository can carry its
-    settings file as a link to /dev/zero (read without end) or to a FIFO (an open that never returns),
-    or nest it deeper than the decoder goes."""
-    try:
-        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                return {}
-            raw = handle.read(MAX_SETTINGS_BYTES + 1)
-        if len(raw) > MAX_SETTINGS_BYTES:
-            return {}
-        data = json.loads(raw.decode("utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def user_config_dir() -> Path:
-    """Claude Code's configuration directory: `$CLAUDE_CONFIG_DIR`, else `~/.claude`."""
-    return Path(os.path.expanduser(os.environ.get("CLAUDE_CONFIG_DIR") or "~/.claude"))
-
-
-def settings_stamp(project: Path) -> str:
-    """A token that changes whenever a setting that shapes the injection may have: the settings files'
-    modification times and the environment variables in STAMPED_ENV. `playbook/inject.py` computes
-    the same token with the standard library alone."""
-    parts = []
-    for path in settings_paths(project):
-        try:
-            parts.append(str(os.stat(path).st_mtime_ns))
-        except (OSError, ValueError):
-            parts.append("0")
-    for name in STAMPED_ENV:
-        parts.append("".join(os.environ.get(name, "").split()).encode("utf-8", "surrogateescape").hex())
-    return ":".join(parts)
-
-
-def setting_number(project: Path, key: str, default: float) -> float:
-    """A numeric setting of the lean context: the environment variable `KEY`, then the project's settings
-    file, then the user's, then `default`. Negative or unreadable values are ignored."""
-    raw = os.environ.get(key.upper())
-    if raw is not None:
-        try:
-            value = float(raw.strip())
-        except ValueError:
-            value = -1.0
-        if value >= 0:
-            return value
-    found = default
-    for path in settings_paths(project):
-        given = read_settings(path).get(key)
-        if isinstance(given, (int, float)) and not isinstance(given, bool) and given >= 0:
-            found = given
-    return found
 
 
 def injection_budget(project: Path) -> int:

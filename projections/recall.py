@@ -24,7 +24,8 @@ import msgspec
 
 from eventlog.domain import PlaybookState
 
-from .injection import injection_file, read_settings, setting_number, settings_paths
+from .config import read_settings, setting_number, settings_paths
+from .injection import injection_file
 
 RECALL_NAME = "playbook.recall.json"
 RECALL_KEY = "playbook_recall"

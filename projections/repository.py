@@ -30,7 +30,8 @@ from eventlog.store import Committed, Position
 from eventlog.unit_of_work import EventStore, commit
 
 from . import checkpoints
-from .injection import INJECTION_NAME, Ranking, injection_budget, injection_file, output_of, plan, settings_stamp
+from .config import settings_stamp
+from .injection import INJECTION_NAME, Ranking, injection_budget, injection_file, output_of, plan
 from .injection import user_mark
 from .injection import waiting_for_review
 from .kept import Kept, log_mark, still_current, texts_after

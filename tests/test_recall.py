@@ -77,10 +77,10 @@ def test_the_hook_and_the_index_split_words_alike():
 
 
 def test_both_hooks_stamp_the_settings_as_the_projection_does(tmp_path, monkeypatch):
-    """The hooks keep standard-library copies of `injection.settings_stamp`; a projection whose stamp
+    """The hooks keep standard-library copies of `config.settings_stamp`; a projection whose stamp
     they compute differently would never be served."""
     from playbook import inject
-    from projections import injection
+    from projections import config as settings_files
 
     home, project = tmp_path / "stamp-home", tmp_path / "stamp-project"
     (home / ".claude").mkdir(parents=True)
@@ -92,20 +92,20 @@ def test_both_hooks_stamp_the_settings_as_the_projection_does(tmp_path, monkeypa
     stamps = []
     for step in range(4):
         if step == 3:  # Claude Code's directory moved: the user's settings file is read there
-            (config / injection.SETTINGS_NAME).write_text('{"playbook_injection_budget": 20}')
+            (config / settings_files.SETTINGS_NAME).write_text('{"playbook_injection_budget": 20}')
             monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
         if step == 1:
-            (home / ".claude" / injection.SETTINGS_NAME).write_text('{"playbook_recall": false}')
-            (project / ".claude" / injection.SETTINGS_NAME).write_text('{"playbook_injection_budget": 10}')
+            (home / ".claude" / settings_files.SETTINGS_NAME).write_text('{"playbook_recall": false}')
+            (project / ".claude" / settings_files.SETTINGS_NAME).write_text('{"playbook_injection_budget": 10}')
         if step == 2:
-            for name, value in zip(injection.STAMPED_ENV, ("1 2", "0", "\u00e9")):
+            for name, value in zip(settings_files.STAMPED_ENV, ("1 2", "0", "\u00e9")):
                 monkeypatch.setenv(name, value)
-        stamp = injection.settings_stamp(project)
+        stamp = settings_files.settings_stamp(project)
         assert inject.settings_stamp(str(project)) == stamp
         assert hook.settings_stamp(str(project)) == stamp
         stamps.append(stamp)
     assert len(set(stamps)) == 4
-    assert inject.STAMPED_ENV == hook.STAMPED_ENV == injection.STAMPED_ENV
+    assert inject.STAMPED_ENV == hook.STAMPED_ENV == settings_files.STAMPED_ENV
 
 
 def test_a_prompt_brings_in_the_left_out_key_point_it_is_about(project):
