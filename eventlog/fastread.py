@@ -16,7 +16,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from .events import TransactionCommitted
-from .store import LogReader, _Recheck
+from .positions import Transaction
+from .store import LogReader
 
 
 class RunReader(LogReader):
@@ -29,26 +30,5 @@ class RunReader(LogReader):
         commit type `commit_type`); on the strict road records are full. Same checks and the
         same `position` and `torn` after reading as iteration; a run is yielded only once checked.
         """
-        try:
-            handle = open(self.path, "rb", buffering=0)
-        except (FileNotFoundError, NotADirectoryError):
-            return
-        with handle:
-            while True:
-                resume = None
-                if not self.strict:
-                    try:
-                        for records, _buffer, _offset in self._fast(handle, decoder, commit_type, None):
-                            yield records
-                        if self.torn is None:
-                            return
-                        self.torn = None  # the strict scan tells a torn write from a damaged commit line
-                    except _Recheck as recheck:
-                        resume = recheck.resume
-                handle.seek(self.position.offset)
-                for transaction in self._strict(handle):
-                    yield [*transaction.events, transaction.commit]
-                    if resume is not None and transaction.end.offset >= resume:
-                        break
-                else:
-                    return
+        for run in self.roads(decoder, commit_type):
+            yield [*run.events, run.commit] if isinstance(run, Transaction) else run[0]

@@ -115,6 +115,18 @@ class LogReader:
         self._leftover = 0
 
     def __iter__(self) -> Iterator[Transaction]:
+        # A strict reader never decodes a chunk at once: it leaves the record decoder unbuilt.
+        for run in self.roads(None if self.strict else registry.record_decoder, TransactionCommitted):
+            if isinstance(run, Transaction):
+                yield run
+            else:
+                yield from self._transactions(*run)
+
+    def roads(self, decoder: Any, commit_type: type[Any]) -> Iterator[tuple[list[Any], bytearray, int] | Transaction]:
+        """From `position` on: the fast road's checked runs `(records, buffer, offset)`, decoded by `decoder`,
+        and, from the last commit wherever the fast road cannot vouch for a chunk, the strict road's transactions.
+
+        Every reader of whole transactions walks this one loop, so the two roads hand over the same way for all."""
         try:
             handle = open(self.path, "rb", buffering=0)
         except (FileNotFoundError, NotADirectoryError):
@@ -124,9 +136,7 @@ class LogReader:
                 resume = None
                 if not self.strict:
                     try:
-                        decoder = registry.record_decoder
-                        for records, buffer, offset in self._fast(handle, decoder, TransactionCommitted, None):
-                            yield from self._transactions(records, buffer, offset)
+                        yield from self._fast(handle, decoder, commit_type, None)
                         if self.torn is None:
                             return
                         self.torn = None  # the strict scan tells a torn write from a damaged commit line
