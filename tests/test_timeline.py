@@ -360,3 +360,22 @@ def test_a_diff_of_counters_keeps_the_entry_in_place():
 def decide_events(state: PlaybookState, name: str) -> list:
     return [KeyPointAdded(section="PATTERNS & APPROACHES", name=name, text=name, helpful=0, harmful=0,
                           origin="operation")]
+
+
+@pytest.mark.parametrize("names", [["oth-114", "oth-11", "mis-061", "pat-1"], ["legacy name", "x", "oth-1"],
+                                   [f"s{i}-1" for i in range(12)]])
+def test_history_search_finds_every_name_of_any_shape_once_at_each_place(names):
+    from projections import history
+
+    data = b"".join(b'{"name":' + json.dumps(n).encode() + b'}\n' for n in names * 3) + b'"oth-1140" "xoth-11"'
+    needles = {json.dumps(n).encode(): n for n in names}
+    expected = sorted((at, needle) for needle in needles for at in _all(data, needle))
+    assert sorted(history._hits(data, 0, needles)) == expected
+
+
+def _all(data: bytes, needle: bytes) -> list[int]:
+    found, at = [], data.find(needle)
+    while at >= 0:
+        found.append(at)
+        at = data.find(needle, at + 1)
+    return found
