@@ -37,7 +37,7 @@ from .injection import waiting_for_review
 from .kept import Kept, log_mark, still_current, texts_after
 from .outside import Divergence, Housekept, Outside, divergence
 from .recall import RECALL_NAME, recall_file
-from .snapshot import ReadSnapshot, may_lag, read_snapshot, state_of, write_atomically, write_snapshot
+from .snapshot import ReadSnapshot, replace_if_changed, may_lag, read_snapshot, state_of, write_snapshot
 
 LOG_NAME = "playbook.events.jsonl"
 SNAPSHOT_NAME = "playbook.json"
@@ -314,24 +314,15 @@ class PlaybookRepository:
             else:
                 ranking = None
             planned = plan(PlaybookState() if self.user_level else state, injection_budget(project), user, ranking)
-            self._replace_if_changed(self.injection_path,
-                                     injection_file(position.offset, mtime, output_of(planned, waiting_for_review(state)),
-                                                    stamp, mark))
+            replace_if_changed(self.injection_path,
+                               injection_file(position.offset, mtime, output_of(planned, waiting_for_review(state)),
+                                              stamp, mark))
             if recall:
-                self._replace_if_changed(self.recall_path,
-                                         recall_file(position.offset, mtime, stamp, state, planned.left_out, project))
+                replace_if_changed(self.recall_path,
+                                   recall_file(position.offset, mtime, stamp, state, planned.left_out, project))
         except OSError as exc:
             raise StorageError.failed("write", self.snapshot_path, exc) from exc
         return digest, ranking
-
-    @staticmethod
-    def _replace_if_changed(path: Path, data: bytes) -> None:
-        try:
-            if path.read_bytes() == data:
-                return
-        except OSError:
-            pass
-        write_atomically(path, data, durable_name=False)  # derived: a lost rename leaves one its readers find stale
 
     def _housekeep(self, writing: bool = True) -> Housekept:
         """Under the lock: take in what waits outside the log; the state at the log's end, and what it appended.

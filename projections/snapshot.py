@@ -107,18 +107,24 @@ def write_snapshot(path: Path, state: PlaybookState, position: Position, force: 
     snapshot, whole and at a position the log still holds, which readers fold forward."""
     snapshot = snapshot_of(state, position)
     data = msgspec.json.format(_encoder.encode(snapshot), indent=2) + b"\n"
-    if force or _read_or_none(path) != data:
-        write_atomically(path, data, durable_name=False)
+    replace_if_changed(path, data, force)
     _remember(path, data, snapshot)
     assert snapshot.log is not None
     return snapshot.log.digest
 
 
-def _read_or_none(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except OSError:
-        return None
+def replace_if_changed(path: Path, data: bytes, force: bool = False) -> None:
+    """Replace the derived file at `path` with `data` unless it holds those bytes already (or `force`).
+
+    `write_atomically` without the directory's fsync: a rename lost in a crash leaves the previous
+    file whole, which its readers find stale and bring up to date."""
+    if not force:
+        try:
+            if path.read_bytes() == data:
+                return
+        except OSError:
+            pass
+    write_atomically(path, data, durable_name=False)
 
 
 def _remember(path: Path, raw: bytes, snapshot: SnapshotFile) -> None:
