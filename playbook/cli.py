@@ -18,7 +18,7 @@ from .audit_commands import add_views
 from .edit_commands import add_edits
 from .learning_commands import add_learning
 from .page_commands import add_pages
-from .project import collecting, project_dir
+from .project import Opened, collecting, project_dir
 from .review_commands import add_review
 from .team_commands import add_team
 from .upkeep_commands import add_checks, add_repairs
@@ -90,7 +90,7 @@ def _safe_stdout() -> None:
                 pass
 
 
-def _report_outside(opened: list) -> None:
+def _report_outside(opened: Opened) -> None:
     """One line each for what the command found outside the log (a playbook.json kept aside, or left in
     place because it holds what the log does not); checking never turns into a second error."""
     from .diagnostics import report_opened

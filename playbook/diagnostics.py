@@ -19,7 +19,7 @@ from eventlog.files import FILE_MODE, make_dirs
 from projections.outside import Divergence
 from projections.repository import PlaybookRepository
 
-from .project import claude_dir
+from .project import Opened, claude_dir
 from .safe_text import clean
 
 
@@ -159,10 +159,11 @@ def report(events: list[ev.Event], already: list[ev.Event] | None = None) -> Non
             save_diagnostic("\n".join(lines) + "\n", name)
 
 
-def report_opened(repos: list[PlaybookRepository], injected: bool = False) -> None:
+def report_opened(repos: Opened, injected: bool = False) -> None:
     """Say, once, what the repositories a command opened took in from outside the log, and for each
-    project whose playbook.json still holds what its log does not, the one line that says so."""
-    told: set[Path] = set()
+    project whose playbook.json still holds what its log does not, the one line that says so (unless the
+    command's own report said it)."""
+    told: set[Path] = set(repos.told)
     for repo in repos:
         for committed in repo.taken_in:
             report(committed.events)

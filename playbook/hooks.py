@@ -19,7 +19,7 @@ from eventlog.errors import PlaybookError
 from projections.injection import injection_budget, output_of, plan
 from projections.snapshot import read_snapshot, state_of
 
-from .project import claude_dir, collecting, repository, user_repository
+from .project import Opened, claude_dir, collecting, repository, user_repository
 from .safe_text import clean
 from .settings import load_settings, never_learn_match
 
@@ -40,7 +40,7 @@ def session_start(project: Path | str) -> bytes:
     return output
 
 
-def _report(opened: list, injected: bool = False) -> None:
+def _report(opened: Opened, injected: bool = False) -> None:
     try:
         from .diagnostics import report_opened
 

@@ -64,7 +64,16 @@ def claude_dir(project: Path | None = None) -> Path:
     return directory
 
 
-_collecting: list[list[PlaybookRepository]] = []
+class Opened(list[PlaybookRepository]):
+    """The repositories a command opened, oldest first, and the `.claude` directories whose playbook.json
+    holding what the log does not the command reported itself (`told_divergence`): said once, not again."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.told: set[Path] = set()
+
+
+_collecting: list[Opened] = []
 
 
 def user_dir() -> Path:
@@ -114,10 +123,16 @@ def _collected(repo: PlaybookRepository) -> PlaybookRepository:
     return repo
 
 
+def told_divergence(repo: PlaybookRepository) -> None:
+    """The command itself reported that `repo`'s playbook.json holds what its log does not."""
+    if _collecting:
+        _collecting[-1].told.add(repo.claude_dir)
+
+
 @contextmanager
-def collecting() -> Iterator[list[PlaybookRepository]]:
+def collecting() -> Iterator[Opened]:
     """The repositories `repository` and `user_repository` make inside this block, oldest first."""
-    repos: list[PlaybookRepository] = []
+    repos = Opened()
     _collecting.append(repos)
     try:
         yield repos

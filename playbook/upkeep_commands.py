@@ -50,7 +50,7 @@ def add_repairs(add: Callable[..., argparse.ArgumentParser]) -> None:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from projections.verify import only_behind, verify
+    from projections.verify import only_behind, reports_divergence, verify
 
     from . import report_changes as changes
 
@@ -68,6 +68,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
             result = verify(repo)
             result.notes.append(f"playbook.json was {behind}: brought up to date (a writer had stopped before "
                                 "replacing it; harmless)")
+    if reports_divergence(result):
+        from .project import told_divergence
+
+        told_divergence(repo)  # one of the report's problems: no closing line on stderr repeats it
     if args.anchor:
         from projections.verify import verify_anchors
 

@@ -20,6 +20,10 @@ from .repository import PlaybookRepository
 from .snapshot import claimed_position, may_lag, read_snapshot, render
 
 
+HOLDS_MORE = "it holds what the log does not"
+"""How the report names a playbook.json ahead of the log or beside it."""
+
+
 class Problem(msgspec.Struct, frozen=True):
     file: str
     line: int | None
@@ -123,7 +127,7 @@ def _check_snapshot(repo: PlaybookRepository, state: PlaybookState, position: Po
     assert log is not None
     diverged = repo.divergence()
     if diverged is not None:
-        report.problems.append(Problem(file, None, None, f"{diverged.describe()}: it holds what the log does not; "
+        report.problems.append(Problem(file, None, None, f"{diverged.describe()}: {HOLDS_MORE}; "
                                        "a writer keeps it as playbook.json.ahead-*, and `playbook recover` takes "
                                        "its content back into the log"))
     elif log.offset != position.offset and may_lag(found.size, log.offset, position.offset):
@@ -151,6 +155,11 @@ def _first_difference(actual: list[bytes], expected: list[bytes]) -> int:
         if mine != theirs:
             return number
     return min(len(actual), len(expected)) + 1
+
+
+def reports_divergence(report: Report) -> bool:
+    """True when one of the report's problems is playbook.json holding what the log does not."""
+    return any(p.file == report.snapshot and HOLDS_MORE in p.what for p in report.problems)
 
 
 def only_behind(report: Report) -> bool:

@@ -203,8 +203,8 @@ def test_a_snapshot_ahead_of_a_shortened_log_is_never_overwritten_by_a_reader_an
     for command in READERS:
         result = run_main(tmp_path, *command)  # in this process: the hook below is the real one
         _no_traceback(result)
-        said = [line for line in result.stderr.splitlines() if "ahead of the log" in line]
-        assert len(said) == 1 or (command == ["verify"] and "ahead of the log" in result.stdout), (command, result)
+        said = [line for line in (result.stderr + result.stdout).splitlines() if "ahead of the log" in line]
+        assert len(said) == 1, (command, result)
         assert repo.snapshot_path.read_bytes() == snapshot and repo.store.path.read_bytes() == log, command
     shown = json.loads(run_main(tmp_path, "show", "--json").stdout)
     assert [e["text"] for e in shown["sections"]["OTHERS"]] == ["lesson 0", "lesson 1"]  # the log's playbook
@@ -215,6 +215,31 @@ def test_a_snapshot_ahead_of_a_shortened_log_is_never_overwritten_by_a_reader_an
     assert all(f"lesson {n}" in context for n in range(5))  # the session gets what the snapshot holds
     assert repo.snapshot_path.read_bytes() == snapshot and repo.store.path.read_bytes() == log
     assert not list(repo.claude_dir.glob("playbook.json.*"))
+
+
+@pytest.mark.parametrize("kind", ["ahead", "beside"])
+def test_verify_reports_a_snapshot_holding_more_than_the_log_once(tmp_path, kind):
+    """The problem in verify's report, human or JSON, and no closing line on stderr saying it again."""
+    repo = _five_transactions(tmp_path / "held")
+    if kind == "ahead":
+        _cut_after(repo, 2)
+        said = "ahead of the log"
+    else:
+        other = PlaybookRepository(tmp_path / "other" / ".claude")
+        for index in range(6):
+            other.append(ops({"type": "ADD", "text": f"another lesson {index}"}), CAUSE)
+        repo.store.path.write_bytes(other.store.path.read_bytes())
+        said = "another history than the log's"
+    project = repo.claude_dir.parent
+    checked = run_cli(project, "verify")
+    assert checked.returncode == 1 and checked.stderr == "", checked
+    assert checked.stdout.count(said) == 1 and "1 problem;" in checked.stdout, checked.stdout
+    checked = run_cli(project, "verify", "--json")
+    assert checked.returncode == 1 and checked.stderr == "", checked
+    problems = json.loads(checked.stdout)["problems"]
+    assert [said in p["what"] for p in problems] == [True]
+    shown = run_cli(project, "show")  # any other command still says it, once
+    assert shown.returncode == 0 and shown.stderr.count(said) == 1 and said not in shown.stdout, shown
 
 
 def test_a_writer_records_then_keeps_a_snapshot_ahead_of_the_log_and_recover_takes_it_back(tmp_path):
@@ -275,7 +300,9 @@ def test_a_snapshot_of_another_history_is_left_by_readers_and_kept_by_writers(tm
     assert diverged is not None and not diverged.ahead
     for command in (["show"], ["log"], ["verify"]):
         result = run_cli(tmp_path, *command)
-        assert "another history" in result.stderr, result
+        # verify's report holds it as a problem; every other reader says it in one line on stderr
+        said = result.stdout if command == ["verify"] else result.stderr
+        assert "another history" in said and (result.stdout + result.stderr).count("another history") == 1, result
         assert repo.snapshot_path.read_bytes() == snapshot
     hooked = session_start(tmp_path)
     assert "another history" in hooked.stderr and "lesson 4" in hooked.stdout
