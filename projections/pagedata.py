@@ -41,7 +41,7 @@ from eventlog.evolve import apply
 from eventlog.fastread import RunReader
 from eventlog.registry import EVENT_TYPES, touched_names
 
-from .pageops import CAUSES, OP_KINDS, SECTION_BIT, SECTIONS, Cause, cause_of, label, op_of, usage_of
+from .pageops import CAUSES, OP_KINDS, SECTION_BIT, SECTIONS, Cause, cause_of, causes_of, label, op_of, usage_of
 
 __all__ = [  # the op encoding is used through the page data by its readers
     "CAUSES", "OP_KINDS", "SECTIONS", "Cause", "ChunkInfo", "PageData", "PageHead", "SummaryPoint", "UsageDay",
@@ -147,9 +147,7 @@ class _Chunk:
         self.transactions: list[tuple[Any, ...]] = []
         self.events = 0
         self.time_from = ""
-        self.time_to = ""
         self.seq_from = 0
-        self.seq_to = 0
 
     def s(self, text: str | None) -> int | None:
         if text is None:
@@ -164,8 +162,9 @@ class _Chunk:
         return safe_json({"n": self.n, "first": self.first, "s": self.strings, "k": self.frame, "t": self.transactions})
 
     def info(self) -> ChunkInfo:
-        return ChunkInfo(self.n, self.first, len(self.transactions), self.events, self.time_from, self.time_to,
-                         self.seq_from, self.seq_to)
+        last = self.transactions[-1] if self.transactions else (0, "")
+        return ChunkInfo(self.n, self.first, len(self.transactions), self.events, self.time_from, last[1],
+                         self.seq_from, last[0])
 
 
 _EVALUATED_VIEW: Any = record_view(KeyPointEvaluated, ("name", "rating", "helpful", "harmful", "rationale"))
@@ -219,7 +218,9 @@ class _Builder:
         self.summary = _Series()
         self.usage: dict[str, list[Any]] = {}
         self.causes: dict[str, int] = dict.fromkeys(CAUSES, 0)
-        self.sessions: dict[str, None] = {}
+        self.sessions: list[str] = []  # each transaction's session, oldest first
+        self.cause_of_source: dict[str, tuple[Cause, Cause]] = {}
+        self.last_at = ""
         self.total_tx = self.total_events = 0
         self.totals = [0, 0]  # the sums of helpful and of harmful over the playbook, kept as it changes
         self.ops: list[Sequence[Any]] = []  # the open transaction's ops, its section mask, whether it completed learning
@@ -243,19 +244,14 @@ class _Builder:
         for record in records:
             kind = type(record)
             if kind is evaluated_view or kind is evaluated:  # most of any log: its op inlined
-                name, rating, rationale = record.name, record.rating, record.rationale
+                name = record.name
                 if (entry := known.get(name)) is None:
-                    if (n := index.get(name)) is None:
-                        n = index[name] = len(strings)
-                        strings.append(name)
-                    section = where.get(name)
-                    entry = known[name] = (n, 0 if section is None else SECTION_BIT[section])
+                    entry = self._know(name)
                 n, bit = entry
-                if (r := index.get(rating)) is None:
+                if (r := index.get(rating := record.rating)) is None:
                     r = index[rating] = len(strings)
                     strings.append(rating)
-                why = None
-                if rationale is not None and (why := index.get(rationale)) is None:
+                if (why := record.rationale) is not None and (why := index.get(rationale := why)) is None:
                     why = index[rationale] = len(strings)
                     strings.append(rationale)
                 append(("e", n, r, record.helpful, record.harmful, why))
@@ -263,15 +259,26 @@ class _Builder:
                     mask |= bit
                     rated[name] = record
             elif kind is TransactionCommitted:
-                self.ops, self.mask = ops, mask
+                self.mask = mask
                 self._commit(record)
-                current = self.current
-                index, strings = current.index, current.strings
-                ops, mask = self.ops, self.mask
+                if self.current is not current:
+                    current = self.current
+                    index, strings = current.index, current.strings
+                ops, mask = self.ops, 0
                 append = ops.append
             else:
                 mask |= self._other(record)
         self.ops, self.mask = ops, mask
+
+    def _know(self, name: str) -> tuple[int, int]:
+        """`known`'s entry for `name`, made: its index in the chunk's strings, the bit of its section."""
+        index, strings = self.current.index, self.current.strings
+        if (n := index.get(name)) is None:
+            n = index[name] = len(strings)
+            strings.append(name)
+        section = self.state.where.get(name)
+        entry = self.known[name] = (n, 0 if section is None else SECTION_BIT[section])
+        return entry
 
     def _settle(self) -> None:
         """Apply the ratings held back since the last settle, keeping the sums of the counters.
@@ -314,36 +321,41 @@ class _Builder:
 
     def _commit(self, commit: TransactionCommitted) -> None:
         """Close the open transaction; open the next chunk when this one is full."""
-        current, ops, summary = self.current, self.ops, self.summary
-        s = current.s
-        seq, at, session, total = commit.seq, commit.at, commit.session, self.total_tx
-        cause = cause_of(commit, self.learned)
+        current, ops = self.current, self.ops
+        index = current.index
+        seq, at, session, model, total = commit.seq, commit.at, commit.session, commit.model, self.total_tx
+        if (causes := self.cause_of_source.get(commit.source)) is None:
+            causes = self.cause_of_source[commit.source] = causes_of(commit.source)
+        cause = causes[bool(model) or self.learned]
         if self.calls:
             for call in self.calls:
                 self._count_usage(call, at)
             self.calls = []
         self.causes[cause] += 1
         if session:
-            sessions = self.sessions
-            sessions.pop(session, None)
-            sessions[session] = None
+            self.sessions.append(session)
+        s = current.s
         events = len(ops)
         first_seq = seq - events if events else seq  # seqs run on without a gap
-        current.transactions.append((seq, at, commit.tx, s(commit.source), cause, s(session), s(commit.model),
-                                     s(commit.analysis), s(commit.reasoning), s(commit.note), self.mask, ops,
-                                     first_seq))
+        current.transactions.append((
+            seq, at, commit.tx, index.get(commit.source) or s(commit.source), cause,
+            None if session is None else index.get(session) or s(session),
+            None if model is None else index.get(model) or s(model),
+            None if commit.analysis is None else s(commit.analysis),
+            None if commit.reasoning is None else s(commit.reasoning),
+            None if commit.note is None else s(commit.note), self.mask, ops, first_seq))
         if not current.time_from:
             current.time_from, current.seq_from = at, first_seq
-        current.time_to, current.seq_to = at, seq
         current.events += events
-        if summary.due(total):
+        self.last_at = at
+        if not total % self.summary.stride:
             self._settle()
-        summary.after(total, at, self.state, self.totals)
+            self.summary.after(total, at, self.state, self.totals)
         self.total_tx = total + 1
         self.total_events += events
-        self.ops, self.mask, self.learned = [], 0, False
-        if current.events >= max(self.chunk_events, 2 * len(self.state.where)):  # the state the next one starts from
-            self._settle()
+        self.ops, self.learned = [], False
+        if current.events >= self.chunk_events and current.events >= 2 * len(self.state.where):
+            self._settle()  # the state the next one starts from
             self.known.clear()
             self.encoded.append(current.encode())
             self.infos.append(current.info())
@@ -373,13 +385,15 @@ class _Builder:
             self.infos.append(self.current.info())
         self._settle()
         state = self.state
+        if self.total_tx:
+            self.summary.last = (self.total_tx - 1, self.last_at)
         points = self.summary.finish(state, self.totals)
         head = PageHead(
             format=1, project=project, generated=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             sections=list(SECTIONS), transactions=self.total_tx, events=self.total_events, seq=seq,
             version=state.version, chunks=self.infos, now=keyframe(state), summary=points,
             usage=[UsageDay(day, *values) for day, values in sorted(self.usage.items())],
-            sessions=list(reversed(self.sessions))[:RECENT_SESSIONS], causes=self.causes, ops=OP_KINDS,
+            sessions=_recent(self.sessions, RECENT_SESSIONS), causes=self.causes, ops=OP_KINDS,
         )
         return PageData(head=head, head_json=safe_json(head), chunks=self.encoded)
 
@@ -411,6 +425,17 @@ class _Series:
         if self.last is not None and (not self.points or self.points[-1].tx != self.last[0]):
             self.points.append(_sample(*self.last, state, totals))
         return self.points
+
+
+def _recent(sessions: list[str], count: int) -> list[str]:
+    """The last `count` different sessions of `sessions`, newest first."""
+    recent: dict[str, None] = {}
+    for session in reversed(sessions):
+        if session not in recent:
+            recent[session] = None
+            if len(recent) == count:
+                break
+    return list(recent)
 
 
 def _sample(index: int, at: str, state: PlaybookState, totals: list[int]) -> SummaryPoint:

@@ -42,9 +42,19 @@ OP_KINDS = {
 def cause_of(commit: TransactionCommitted, learned: bool) -> Cause:
     """What kind of act a transaction was, from its commit's source (and whether a model was asked or a
     learning cycle completed in it: `learned`)."""
-    source = commit.source
+    return causes_of(commit.source)[bool(commit.model) or learned]
+
+
+def causes_of(source: str) -> tuple[Cause, Cause]:
+    """The cause of a transaction from `source`: when no model was asked and no learning cycle completed
+    in it, and when one was."""
     if source.startswith("hook:") or source.startswith("learn"):
-        return "learning" if commit.model or learned else "hook"
+        return "hook", "learning"
+    cause = _plain_cause(source)
+    return cause, cause
+
+
+def _plain_cause(source: str) -> Cause:
     if source.startswith("manual"):
         return "manual"
     if source.startswith("revert"):
