@@ -15,6 +15,9 @@ INJECTION_NAME = "playbook.hook.json"
 SETTINGS_NAME = "playbook.settings.json"
 STAMPED_ENV = ("PLAYBOOK_INJECTION_BUDGET", "PLAYBOOK_RECALL", "PLAYBOOK_RECALL_MAX_CHARS")
 NOTICE_NAME = "playbook.notice"
+MAX_PROJECTION_BYTES = 16 << 20
+"""Most bytes of `playbook.hook.json` the fast path reads, far above any context a session takes: a larger
+file is left to the full hook, which writes the projection again from the log."""
 
 
 def settings_stamp(project: str) -> str:
@@ -76,14 +79,11 @@ def _fast(claude_dir: str, user_level: bool = False) -> "bytes | None":  # a str
     outside every project by design: there no link is followed, out of it or anywhere else."""
     if not user_level and claude_outside(os.path.dirname(claude_dir)) is not None:
         return None
-    flags = os.O_RDONLY | os.O_NONBLOCK | (os.O_NOFOLLOW if user_level else 0)
     try:
-        # Non-blocking, and a regular file only: a repository can carry this name as a link to
-        # /dev/zero (read without end) or to a FIFO (an open that never returns).
-        with os.fdopen(os.open(os.path.join(claude_dir, INJECTION_NAME), flags), "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                return None
-            data = handle.read()
+        data = read_capped(os.path.join(claude_dir, INJECTION_NAME), MAX_PROJECTION_BYTES,
+                           os.O_NOFOLLOW if user_level else 0)
+        if data is None:
+            return None
         header, _, output = data.partition(b"\n")
         size, mtime, stamp, user = header.split()
         log_size, snapshot_mtime = int(size), int(mtime)
@@ -99,6 +99,20 @@ def _fast(claude_dir: str, user_level: bool = False) -> "bytes | None":  # a str
         return output
     except (OSError, ValueError):
         return None
+
+
+def read_capped(path: str, limit: int, flags: int = 0) -> "bytes | None":
+    """A regular file's bytes when it holds at most `limit` of them, else None; OSError when it cannot be opened.
+
+    Non-blocking, a regular file of bounded size only, as `projections.config.read_settings` reads a settings
+    file: a repository can carry the name as a link to /dev/zero (read without end) or to a FIFO (an open that
+    never returns), or as a file of gigabytes (sparse, it costs the repository nothing)."""
+    with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | flags), "rb") as handle:
+        status = os.fstat(handle.fileno())
+        if not stat.S_ISREG(status.st_mode) or status.st_size > limit:
+            return None
+        data = handle.read(limit + 1)
+    return data if len(data) <= limit else None
 
 
 def read_small(path: str) -> "bytes | None":

@@ -120,7 +120,8 @@ def replace_if_changed(path: Path, data: bytes, force: bool = False) -> None:
     file whole, which its readers find stale and bring up to date."""
     if not force:
         try:
-            if path.read_bytes() == data:
+            # the size first: a file a repository carries in its place may be of any size (or a FIFO)
+            if path.stat().st_size == len(data) and path.read_bytes() == data:
                 return
         except OSError:
             pass

@@ -3,6 +3,7 @@ or FIFO, and write nothing through a link to a file outside the project."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -247,6 +248,23 @@ def test_a_projection_linked_to_a_device_or_fifo_beside_a_log_neither_hangs_nor_
     assert done.stderr.count(b"\n") <= 1, done.stderr
     if name == "playbook.hook.json" or event == "UserPromptSubmit":  # the other is current: its fast path injects
         assert done.stdout == b"", done
+
+
+def test_a_projection_grown_far_past_what_a_session_takes_is_not_read_whole(tmp_path: Path) -> None:
+    """A current header over gigabytes (here sparse): the fast path leaves it to the full hook, which
+    writes the projection again and injects what the log holds."""
+    project, _, env = _seeded(tmp_path)
+    first = _run_hook("SessionStart", project, env, b'{"source": "startup"}')
+    assert first.returncode == 0 and b"use pathlib" in first.stdout and first.stderr == b"", first
+    projection = project / ".claude" / "playbook.hook.json"
+    written = projection.read_bytes()
+    with projection.open("r+b") as handle:
+        handle.truncate(8 << 30)  # the header still names the log's size and playbook.json's time
+    done = _run_hook("SessionStart", project, env, b'{"source": "startup"}')
+    assert (done.returncode, done.stderr) == (0, b""), done.stderr[-2000:]
+    # the full hook also says, once, that learning has no model to reach here
+    assert json.loads(done.stdout)["hookSpecificOutput"] == json.loads(first.stdout)["hookSpecificOutput"]
+    assert projection.read_bytes() == written
 
 
 def test_a_checkpoint_directory_linked_out_of_the_project_is_refused(tmp_path: Path) -> None:
