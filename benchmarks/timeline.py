@@ -220,10 +220,18 @@ def measure_show(size: int = 5000, runs: int = 10) -> dict[str, float]:
     """Medians (seconds) of `playbook show` on a `size`-key-point playbook, each run a fresh process, interleaved:
     as the plugin's command runs it (`python -I -S playbook/launch.py show`), as `python -m playbook show`
     (through site), beside `python -I -S -c pass` (bare) and `python -c pass`; and the full command's own work
-    in its process (`playbook.cli.main`, imports included: what a playbook.json that is not current costs)."""
+    in its process (`playbook.cli.main`, imports included: what a playbook.json that is not current costs).
+
+    Those print the text the first `show` kept (`playbook.show_text`); `rendered` is the launcher rendering it
+    from a current playbook.json (no text kept yet). After one more append, a large playbook.json lags the log by
+    a short tail: `first_after_append` is the show that then runs the full command and keeps its text (one
+    sample per run, each after an append of its own), `lagging` the shows after it."""
     import statistics
 
     from benchmarks.lean import seed_project
+    from eventlog.decide import ApplyOperations
+    from eventlog.events import Cause
+    from playbook import quick_show, show_text
 
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
@@ -234,13 +242,14 @@ def measure_show(size: int = 5000, runs: int = 10) -> dict[str, float]:
 
     with tempfile.TemporaryDirectory(prefix="bench-show-") as tmp:
         project = Path(tmp) / "project"
-        seed_project(project, size)
+        repo = seed_project(project, size)
+        kept = project / ".claude" / show_text.SHOW_NAME
         commands = {"launcher": [sys.executable, "-I", "-S", str(LAUNCHER), "show", "--project", str(project)],
                     "module": [sys.executable, "-m", "playbook", "show", "--project", str(project)],
                     "bare": [sys.executable, "-I", "-S", "-c", "pass"],
                     "site": [sys.executable, "-c", "pass"],
                     "cli": [sys.executable, "-c", SHOW, str(project)]}
-        samples: dict[str, list[float]] = {name: [] for name in commands}
+        samples: dict[str, list[float]] = {name: [] for name in (*commands, "rendered")}
         inside: list[float] = []
         shown = took(commands["launcher"])[1]
         assert shown == took(commands["module"])[1] and f"all{size:>26}" in shown, "show printed another playbook"
@@ -251,17 +260,23 @@ def measure_show(size: int = 5000, runs: int = 10) -> dict[str, float]:
                     samples[name].append(seconds)
                     if name == "cli":
                         inside.append(float(out.split()[-1]))
+            kept.unlink(missing_ok=True)
+            seconds, out = took(commands["launcher"])
+            assert out == shown, "show rendered another text than the one it kept"
+            if index:
+                samples["rendered"].append(seconds)
         # One append more: a large playbook.json may then lag the log by a short tail (the reader folds it),
-        # and show runs the full command until the file is written again.
-        from eventlog.decide import ApplyOperations
-        from eventlog.events import Cause
-        from playbook import quick_show
-        from projections.repository import PlaybookRepository
-
-        PlaybookRepository(project / ".claude").append([ApplyOperations([{"type": "ADD", "text": "one more"}])],
-                                                        Cause(source="benchmark"))
-        lagging = quick_show.current_snapshot(str(project)) is None
-        behind = [took(commands["launcher"])[0] for _ in range(runs)] if lagging else []
+        # and the first show runs the full command, which keeps its text for the next ones.
+        first, behind = [], []
+        lagging = True
+        for index in range(runs):
+            repo.append([ApplyOperations([{"type": "ADD", "text": f"one more, number {index}"}])],
+                        Cause(source="benchmark"))
+            lagging = lagging and quick_show.current_snapshot(str(project)) is None
+            seconds, out = took(commands["launcher"])
+            assert f"one more, number {index}" in out, "show printed a text kept before the append"
+            first.append(seconds)
+            behind.append(took(commands["launcher"])[0])
     figures = {name: statistics.median(times) for name, times in samples.items()}
-    return {"size": size, **figures, "inside": statistics.median(inside),
-            "lagging": statistics.median(behind) if behind else None}
+    return {"size": size, **figures, "inside": statistics.median(inside), "first_after_append": statistics.median(first),
+            "lagging": statistics.median(behind) if lagging else None}

@@ -9,6 +9,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
+from . import show_text
 from .output import out, out_json, stdout_style
 from .project import playbook_of
 
@@ -71,8 +72,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         from .audit import UsageError
 
         raise UsageError("--before goes with --at WHEN", value="--before")
+    stamped = None
     if when is None:
         repo = playbook_of(args)
+        if not (args.json or getattr(args, "full", False) or getattr(args, "user", False)):
+            stamped = show_text.stamp(str(repo.claude_dir))  # before reading: what the text will be keyed to
         state = repo.state()  # a legacy or hand-edited playbook.json first, as the hooks do; said by cli.main
         point = PointState(state=state, seq=state.seq, commit=_timeline(args).last_commit())
     else:
@@ -80,9 +84,26 @@ def cmd_show(args: argparse.Namespace) -> int:
     label = None if when is None else f"{when} (just before)" if args.before else when
     if args.json:
         out_json(report.show_json(point, when))
+    elif stamped is not None:
+        _show_and_keep(repo, point, stamped)
     else:
         out(report.show_lines(point, stdout_style(), label))
     return 0
+
+
+def _show_and_keep(repo, point, stamped: bytes) -> None:
+    """`show` of the playbook now, its text kept for the next `show` (`playbook.show_text`) when it is the whole
+    story: nothing was taken in or found diverging on the way, and the log and playbook.json are still the
+    files `stamped` names."""
+    from . import report
+    from .terminal import Style
+
+    style = stdout_style()
+    painted = ("\n".join(report.show_lines(point, Style(color=True, width=style.width))) + "\n").encode("utf-8")
+    sys.stdout.write((painted if style.color else show_text.plain(painted)).decode("utf-8"))
+    claude_dir = str(repo.claude_dir)
+    if not repo.taken_in and repo.diverged is None and show_text.stamp(claude_dir) == stamped:
+        show_text.keep(claude_dir, stamped, painted)
 
 
 def _show_injection(args: argparse.Namespace, what: str) -> int:

@@ -7,11 +7,14 @@ modification time recorded in the hook's projection. Then nothing of the log's m
 loaded. In every other case (a hand edit, a legacy file, a log that grew or was replaced, a
 `.claude` leading out of the project, a project whose merge driver may need registering) this
 answers None and the full command runs, which takes in what it finds and says so.
+
+Before any of that, the text the last `show` rendered (`playbook.show_text`) is printed when it was rendered
+from the log and playbook.json as they are now: a stat of each and one read, whatever the playbook's size;
+whichever path renders the text keeps it for the next call.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import sys
@@ -20,14 +23,17 @@ TYPE_CHECKING = False  # not typing's: importing typing costs a start-up what th
 if TYPE_CHECKING:
     from typing import Any
 
+    from .terminal import Style
+
+from . import show_text
 from .inject import INJECTION_NAME, claude_outside
-from .safe_text import clean
-from .terminal import Style, shown, when
 
 SECTIONS = ("PATTERNS & APPROACHES", "MISTAKES TO AVOID", "USER PREFERENCES", "PROJECT CONTEXT", "OTHERS")
 """`eventlog.domain.SECTION_SLUGS`, in its order: a snapshot with other sections is left to the full command."""
 DRIVER_ATTRIBUTE = b"merge=playbook"
 """What `playbook.share.names_our_driver` looks for in .gitattributes."""
+MAX_READ = show_text.MAX_BYTES
+"""The largest file this path reads whole (.gitattributes, playbook.json): past it the full command runs."""
 
 
 def _project(argv: list[str]) -> str | None:
@@ -51,26 +57,32 @@ def _project(argv: list[str]) -> str | None:
 
 
 def _regular(path: str, limit: int | None = None) -> tuple[bytes, os.stat_result] | None:
-    """A regular file's bytes and status, never through a FIFO or device a repository may carry."""
+    """A regular file's bytes (its first line up to `limit` with one), never through a FIFO or device a
+    repository may carry, nor one over MAX_READ."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except (OSError, ValueError):
         return None
     with os.fdopen(fd, "rb") as handle:
         status = os.fstat(handle.fileno())
-        if not stat.S_ISREG(status.st_mode):
+        if not stat.S_ISREG(status.st_mode) or (limit is None and status.st_size > MAX_READ):
             return None
-        return (handle.readline(limit) if limit is not None else handle.read()), status
+        return (handle.readline(limit) if limit is not None else handle.read(MAX_READ + 1)), status
+
+
+def _names_driver(project: str) -> bool:
+    """True when the project's .gitattributes may name the merge driver (or cannot be read): the full command
+    then checks this clone's registration of it."""
+    if not os.path.lexists(os.path.join(project, ".gitattributes")):
+        return False
+    attributes = _regular(os.path.join(project, ".gitattributes"))
+    return attributes is None or DRIVER_ATTRIBUTE in attributes[0]
 
 
 def current_snapshot(project: str) -> dict[str, Any] | None:
     """playbook.json of `project` when it is the writer's own and the log has not moved since, else None."""
-    if claude_outside(project) is not None:
+    if claude_outside(project) is not None or _names_driver(project):
         return None
-    if os.path.lexists(os.path.join(project, ".gitattributes")):
-        attributes = _regular(os.path.join(project, ".gitattributes"))
-        if attributes is None or DRIVER_ATTRIBUTE in attributes[0]:
-            return None  # the full command checks this clone's registration of the merge driver
     claude_dir = os.path.join(project, ".claude")
     try:
         header = _regular(os.path.join(claude_dir, INJECTION_NAME), 512)
@@ -82,12 +94,37 @@ def current_snapshot(project: str) -> dict[str, Any] | None:
         found = _regular(os.path.join(claude_dir, "playbook.json"))
         if found is None or found[1].st_mtime_ns != int(mtime):
             return None
-        snapshot = json.loads(found[0])
-    except (OSError, ValueError):
+        snapshot = _decode(found[0])
+    except (OSError, ValueError, StopIteration):
         return None
     if not _well_formed(snapshot) or snapshot["log"].get("offset") != int(size):
         return None  # a large playbook.json lags the log by a short tail, which the full command folds
     return snapshot
+
+
+class _Decoding:
+    """What `_json.make_scanner` reads of a `json.JSONDecoder`: the defaults of `json.loads`."""
+
+    strict = True
+    object_hook = object_pairs_hook = None
+    parse_float, parse_int = float, int
+
+    @staticmethod
+    def parse_constant(name: str) -> Any:
+        raise ValueError(f"not JSON: {name}")
+
+
+def _decode(raw: bytes) -> Any:
+    """`json.loads` of UTF-8 `raw`, by the same C scanner, without importing `json` (and with it `re` and `enum`,
+    which would cost this path more than the whole decode)."""
+    from _json import make_scanner
+
+    text = raw.decode("utf-8")
+    start = len(text) - len(text.lstrip(" \t\n\r"))
+    value, end = make_scanner(_Decoding())(text, start)  # type: ignore[arg-type]  # reads only these attributes
+    if text[end:].strip(" \t\n\r"):
+        raise ValueError("extra data after the JSON document")
+    return value
 
 
 def _well_formed(snapshot: Any) -> bool:
@@ -106,6 +143,9 @@ def _well_formed(snapshot: Any) -> bool:
 
 def show_lines(snapshot: dict[str, Any], style: Style) -> list[str]:
     """`playbook.report.show_lines` of the playbook `snapshot` holds, now (no WHEN): the same lines."""
+    from .safe_text import clean
+    from .terminal import shown, when
+
     sections: dict[str, list[dict[str, Any]]] = snapshot["sections"]
     lines: list[str] = []
     for section in SECTIONS:
@@ -132,12 +172,51 @@ def show_lines(snapshot: dict[str, Any], style: Style) -> list[str]:
     return lines
 
 
-def show(argv: list[str]) -> int | None:
-    """Run `playbook show` for command-line arguments `argv` when it needs no more than playbook.json; None
-    when the full command must run."""
-    project = _project(argv)
-    snapshot = current_snapshot(project) if project is not None else None
+def text(project: str, color: bool) -> bytes | None:
+    """`show`'s text for `project`, in colour or not: kept (`show_text`), or rendered now from a current
+    playbook.json and then kept; None when only the full command can tell it."""
+    if claude_outside(project) is not None or _names_driver(project):
+        return None
+    claude_dir = os.path.join(project, ".claude")
+    stamped = show_text.stamp(claude_dir)
+    if stamped is not None:
+        found = show_text.kept(claude_dir, stamped, color)
+        if found is not None:
+            return found
+    snapshot = current_snapshot(project)
     if snapshot is None:
+        return None
+    from .terminal import Style
+
+    painted = ("\n".join(show_lines(snapshot, Style(color=True))) + "\n").encode("utf-8")
+    if stamped is not None and stamped == show_text.stamp(claude_dir):  # nothing moved while it was rendered
+        show_text.keep(claude_dir, stamped, painted)
+    return painted if color else show_text.plain(painted)
+
+
+def write(data: bytes, stream: Any) -> None:
+    """`data` (UTF-8) on `stream` as the full command writes its lines: escapes where the stream's encoding
+    cannot show a character."""
+    encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+    buffer = getattr(stream, "buffer", None)
+    if encoding == "utf8" and buffer is not None:
+        stream.flush()
+        buffer.write(data)
+    else:
+        stream.write(data.decode("utf-8"))
+    stream.flush()
+
+
+def show(argv: list[str]) -> int | None:
+    """Run `playbook show` for command-line arguments `argv` when it needs no more than playbook.json or the
+    text kept of it; None when the full command must run."""
+    project = _project(argv)
+    if project is None:
+        return None
+    from .terminal import want_color
+
+    printed = text(project, want_color(sys.stdout))
+    if printed is None:
         return None
     for stream in (sys.stdout, sys.stderr):  # as the command line does: escapes, never an encoding error
         try:
@@ -145,8 +224,7 @@ def show(argv: list[str]) -> int | None:
         except (AttributeError, ValueError, OSError):
             pass
     try:
-        sys.stdout.write("\n".join(show_lines(snapshot, Style.for_stream(sys.stdout))) + "\n")
-        sys.stdout.flush()
+        write(printed, sys.stdout)
     except BrokenPipeError:  # `playbook show | head`: the reader left; end quietly, as the command line does
         try:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import re
-
 TYPE_CHECKING = False  # not typing's: importing typing costs a start-up what the standard-library-only paths avoid
 if TYPE_CHECKING:
+    import re
     from typing import Any
 
-# Control characters (C0, DEL, C1), bidi controls, line and paragraph separators, lone surrogates.
-UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+UNSAFE_CHARACTERS = "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+"""Control characters (C0, DEL, C1), bidi controls, line and paragraph separators, lone surrogates: none of them
+is printable (`str.isprintable`), which is how a text without any is told at C speed."""
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_unsafe: list[re.Pattern[str]] = []
+"""UNSAFE_CHARACTERS compiled, once a text needs it: `re` costs the quick paths more than their own work."""
 
 
 def _escape(match: re.Match) -> str:
@@ -24,6 +26,10 @@ def _escape(match: re.Match) -> str:
 def clean(value: Any) -> str:
     """`value` as one line of text with every unsafe character written as an escape, repr-style."""
     text = value if isinstance(value, str) else str(value)
-    if text.isascii() and text.isprintable():  # no control character at all: the common case, at C speed
+    if text.isprintable():  # no unsafe character at all: the common case, at C speed
         return text
-    return UNSAFE.sub(_escape, text)
+    if not _unsafe:
+        import re
+
+        _unsafe.append(re.compile(UNSAFE_CHARACTERS))
+    return _unsafe[0].sub(_escape, text)

@@ -31,6 +31,7 @@ IGNORED = [
     ".claude/playbook.json",
     ".claude/playbook.hook.json",
     ".claude/playbook.recall.json",
+    ".claude/playbook.show.txt",
     ".claude/playbook.events.jsonl.lock",
     ".claude/playbook.learn.lock",
     ".claude/playbook.learn.log",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import unicodedata
-from datetime import datetime, timezone
 
 TYPE_CHECKING = False  # not typing's: importing typing costs a start-up what the standard-library-only paths avoid
 if TYPE_CHECKING:
@@ -131,6 +130,8 @@ def when(at: str | None) -> str:
     """A log time as `YYYY-MM-DD HH:MM:SS`, in UTC."""
     if not at:
         return "-"
+    from datetime import datetime, timezone  # only here: `show` of a kept text prints without it
+
     try:
         moment = datetime.fromisoformat(at)
     except ValueError:

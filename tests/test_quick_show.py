@@ -1,5 +1,6 @@
-"""`playbook show` answered from a current playbook.json with the standard library alone (playbook/quick_show.py)
-prints exactly what the full command prints, and leaves every other case to it."""
+"""`playbook show` answered from a current playbook.json, or from the text the last `show` kept
+(playbook/quick_show.py, playbook/show_text.py), with the standard library alone prints exactly what the full
+command prints, never a text rendered from files that have changed since, and leaves every other case to it."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 from eventlog.decide import ApplyOperations
 from eventlog.domain import SECTION_SLUGS
 from eventlog.events import Cause
-from playbook import quick_show, share
+from playbook import quick_show, share, show_text
 from playbook.audit import PointState
 from playbook.cli import main
 from playbook.report import show_lines
@@ -44,10 +45,21 @@ def full_show(project: Path) -> str:
     return out.getvalue()
 
 
-def launched(project: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-I", "-S", str(LAUNCHER), *args], capture_output=True, text=True,
+def launched(project: Path, *args: str, cwd: Path | None = None, module: bool = False) -> subprocess.CompletedProcess:
+    entry = ["-m", "playbook"] if module else ["-I", "-S", str(LAUNCHER)]
+    return subprocess.run([sys.executable, *entry, *args], capture_output=True, text=True,
                           cwd=cwd or project, env={k: v for k, v in os.environ.items() if k != "CLAUDE_PROJECT_DIR"},
                           check=False, timeout=60)
+
+
+def kept_path(project: Path) -> Path:
+    return project / ".claude" / show_text.SHOW_NAME
+
+
+def full_painted(project: Path) -> bytes:
+    """The full command's lines in colour, as a terminal gets them."""
+    state = PlaybookRepository(project / ".claude").state()
+    return ("\n".join(show_lines(PointState(state=state, seq=state.seq), Style(color=True))) + "\n").encode()
 
 
 def test_the_constants_are_the_full_commands():
@@ -76,13 +88,115 @@ def test_an_empty_playbook_reads_the_same(tmp_path):
     assert quick_show.show_lines(snapshot, Style()) == show_lines(PointState(state=state, seq=state.seq), Style())
 
 
-def test_the_launcher_prints_what_the_full_command_prints(tmp_path):
+@pytest.mark.parametrize("module", [False, True])
+def test_the_launcher_prints_what_the_full_command_prints(tmp_path, module):
     seed(tmp_path)
     expected = full_show(tmp_path)
+    assert kept_path(tmp_path).exists()  # the full command kept its text
     for args in (["show"], ["show", "--project", str(tmp_path)], ["--project", str(tmp_path), "show"],
                  ["show", f"--project={tmp_path}"]):
-        done = launched(tmp_path, *args)
+        kept_path(tmp_path).unlink()  # rendered from playbook.json, and kept...
+        done = launched(tmp_path, *args, module=module)
         assert (done.returncode, done.stdout, done.stderr) == (0, expected, ""), args
+        assert kept_path(tmp_path).exists()
+        done = launched(tmp_path, *args, module=module)  # ...then printed as kept
+        assert (done.returncode, done.stdout, done.stderr) == (0, expected, ""), args
+
+
+@pytest.mark.parametrize("color", [False, True])
+def test_the_kept_text_is_the_full_commands_in_colour_or_not(tmp_path, color):
+    seed(tmp_path)
+    painted = full_painted(tmp_path)
+    expected = painted if color else full_show(tmp_path).encode()
+    assert show_text.plain(painted) == full_show(tmp_path).encode() and b"\x1b[1m" in painted
+    kept_path(tmp_path).unlink()
+    assert quick_show.text(str(tmp_path), color) == expected  # rendered from playbook.json
+    assert show_text.kept(str(tmp_path / ".claude"), show_text.stamp(str(tmp_path / ".claude")), color) == expected
+    assert quick_show.text(str(tmp_path), color) == expected  # as kept
+    kept_path(tmp_path).unlink()
+    full_show(tmp_path)
+    assert quick_show.text(str(tmp_path), color) == expected  # as the full command kept it
+
+
+def test_show_prints_the_colour_a_terminal_wants(tmp_path, monkeypatch, capsys):
+    seed(tmp_path)
+    painted = full_painted(tmp_path)
+
+    class Terminal(io.TextIOWrapper):
+        def isatty(self) -> bool:
+            return True
+
+    for kept in (False, True):
+        if not kept:
+            kept_path(tmp_path).unlink(missing_ok=True)
+        raw = io.BytesIO()
+        monkeypatch.setattr(sys, "stdout", Terminal(raw, encoding="utf-8"))
+        monkeypatch.delenv("NO_COLOR", raising=False)
+        monkeypatch.setenv("TERM", "xterm")
+        assert quick_show.show(["show", "--project", str(tmp_path)]) == 0
+        assert raw.getvalue() == painted
+        raw = io.BytesIO()
+        monkeypatch.setattr(sys, "stdout", Terminal(raw, encoding="utf-8"))
+        monkeypatch.setenv("NO_COLOR", "1")
+        assert quick_show.show(["show", "--project", str(tmp_path)]) == 0
+        assert raw.getvalue() == show_text.plain(painted)
+        raw = io.BytesIO()
+        monkeypatch.setattr(sys, "stdout", Terminal(raw, encoding="ascii"))  # escapes, as the full command writes
+        assert quick_show.show(["show", "--project", str(tmp_path)]) == 0
+        assert raw.getvalue() == show_text.plain(painted).decode().encode("ascii", "backslashreplace")
+
+
+def test_a_kept_text_is_never_printed_once_the_files_it_came_from_change(tmp_path, monkeypatch):
+    repo = seed(tmp_path)
+    project, claude = str(tmp_path), str(tmp_path / ".claude")
+    full_show(tmp_path)
+    assert quick_show.text(project, False) is not None
+
+    # An append: the log grew.
+    repo.append([ApplyOperations([{"type": "ADD", "text": "after the text was kept"}])], Cause(source="test"))
+    assert show_text.kept(claude, show_text.stamp(claude), False) is None
+    assert b"after the text was kept" in quick_show.text(project, False)  # playbook.json is current: rendered
+
+    # The log replaced by another of the same size (a restore, a checkout), playbook.json untouched.
+    log = repo.log_path.read_bytes()
+    other = tmp_path / "other.jsonl"
+    other.write_bytes(log)
+    os.replace(other, repo.log_path)
+    assert show_text.kept(claude, show_text.stamp(claude), False) is None
+
+    # playbook.json edited by hand: the full command takes the edit in.
+    full_show(tmp_path)
+    assert show_text.kept(claude, show_text.stamp(claude), False) is not None
+    os.utime(repo.snapshot_path, ns=(1, 1))
+    assert show_text.kept(claude, show_text.stamp(claude), False) is None
+
+    # Another version of this code.
+    full_show(tmp_path)
+    stamped = show_text.stamp(claude)
+    assert show_text.kept(claude, stamped, False) is not None
+    monkeypatch.setattr(show_text, "__file__", quick_show.__file__)
+    assert show_text.kept(claude, show_text.stamp(claude), False) is None
+    monkeypatch.undo()
+
+    # A write cut short, a header that does not add up.
+    whole = kept_path(tmp_path).read_bytes()
+    kept_path(tmp_path).write_bytes(whole[:-1])
+    assert show_text.kept(claude, stamped, False) is None
+    header, _, text = whole.partition(b"\n")
+    for spans in (b"5:3", b"0:999999999", b"x", b""):
+        kept_path(tmp_path).write_bytes(b" ".join(header.split(b" ")[:-1] + [spans]) + b"\n" + text)
+        assert show_text.kept(claude, stamped, True) is None, spans
+
+
+def test_show_with_options_neither_keeps_nor_reads_a_text(tmp_path):
+    seed(tmp_path)
+    for args in (["--full"], ["--json"], ["--at", "1"], ["--injected"]):
+        kept_path(tmp_path).unlink(missing_ok=True)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(["show", *args, "--project", str(tmp_path)]) == 0
+        assert not kept_path(tmp_path).exists(), args
+        assert quick_show.show(["show", *args, "--project", str(tmp_path)]) is None
 
 
 def test_anything_but_a_current_snapshot_goes_to_the_full_command(tmp_path):
@@ -109,8 +223,10 @@ def test_anything_but_a_current_snapshot_goes_to_the_full_command(tmp_path):
     os.truncate(repo.log_path, size)
 
     # A project whose .gitattributes names the merge driver: the full command checks its registration.
+    full_show(tmp_path)
+    assert quick_show.text(project, False) is not None
     (tmp_path / ".gitattributes").write_text("*.jsonl merge=playbook\n")
-    assert quick_show.current_snapshot(project) is None
+    assert quick_show.current_snapshot(project) is None and quick_show.text(project, False) is None
     (tmp_path / ".gitattributes").write_text("*.png binary\n")
     assert quick_show.current_snapshot(project) is not None
 
@@ -124,8 +240,46 @@ def test_a_snapshot_lagging_behind_the_log_goes_to_the_full_command(tmp_path, mo
     before = repo.snapshot_path.read_bytes()
     repo.append([ApplyOperations([{"type": "ADD", "text": "only in the tail"}])], Cause(source="test"))
     assert repo.snapshot_path.read_bytes() == before
-    assert quick_show.current_snapshot(str(tmp_path)) is None
-    assert "only in the tail" in full_show(tmp_path)
+    assert quick_show.current_snapshot(str(tmp_path)) is None and quick_show.text(str(tmp_path), False) is None
+    expected = full_show(tmp_path)  # which folds the tail, and keeps its text
+    assert "only in the tail" in expected
+    assert quick_show.text(str(tmp_path), False) == expected.encode()
+    done = launched(tmp_path, "show")
+    assert (done.returncode, done.stdout, done.stderr) == (0, expected, "")
+
+    repo.append([ApplyOperations([{"type": "ADD", "text": "and one more"}])], Cause(source="test"))
+    assert repo.snapshot_path.read_bytes() == before
+    assert quick_show.text(str(tmp_path), False) is None  # the kept text is a tail behind
+    assert "and one more" in launched(tmp_path, "show").stdout
+
+
+def test_a_playbook_json_ahead_of_the_log_is_said_every_time(tmp_path):
+    repo = seed(tmp_path)
+    size = repo.log_path.stat().st_size
+    repo.append([ApplyOperations([{"type": "ADD", "text": "only in playbook.json"}])], Cause(source="test"))
+    os.truncate(repo.log_path, size)  # restored from an older copy
+    for _ in range(2):
+        done = launched(tmp_path, "show")
+        assert done.returncode == 0 and "plain ascii" in done.stdout, done.stderr
+        assert "only in playbook.json" not in done.stdout and "playbook.json" in done.stderr
+    assert not kept_path(tmp_path).exists()
+
+
+def test_a_kept_text_is_never_read_through_a_link_or_a_fifo(tmp_path):
+    seed(tmp_path)
+    expected = full_show(tmp_path)
+    planted = tmp_path / "planted.txt"
+    planted.write_bytes(kept_path(tmp_path).read_bytes().replace(b"plain ascii", b"PLAIN ASCII"))
+    before = planted.read_bytes()
+    kept_path(tmp_path).unlink()
+    kept_path(tmp_path).symlink_to(planted)
+    done = launched(tmp_path, "show")
+    assert (done.returncode, done.stdout, done.stderr) == (0, expected, "")
+    assert planted.read_bytes() == before and not kept_path(tmp_path).is_symlink()  # the link replaced, not followed
+    kept_path(tmp_path).unlink()
+    os.mkfifo(kept_path(tmp_path))
+    done = launched(tmp_path, "show")
+    assert (done.returncode, done.stdout, done.stderr) == (0, expected, "")
 
 
 def test_a_claude_directory_leading_out_of_the_project_is_never_read(tmp_path):
@@ -159,3 +313,13 @@ def test_the_console_script_answers_show_and_every_other_command(tmp_path):
         done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, cwd=tmp_path,
                               env={**os.environ, "CLAUDE_PROJECT_DIR": str(tmp_path)}, timeout=60)
         assert done.returncode == 0 and check(done.stdout), (args, done.stdout, done.stderr)
+
+
+def test_the_snapshot_is_decoded_as_json_decodes_it(tmp_path):
+    seed(tmp_path)
+    raw = (tmp_path / ".claude" / "playbook.json").read_bytes()
+    assert quick_show._decode(raw) == json.loads(raw)
+    assert quick_show._decode(b' \n{"a": [1, 2.5, null, true, "\\u00e9"]}\n ') == {"a": [1, 2.5, None, True, "é"]}
+    for bad in (b"", b"{", b'{"a": 1} x', b"NaN", b'{"a": Infinity}', b"\xff", b'{"a": "\x01"}'):
+        with pytest.raises((ValueError, StopIteration)):
+            quick_show._decode(bad)
