@@ -163,8 +163,17 @@ def cites(event: ev.Event, name: str) -> bool:
 
 
 def mentions(event: ev.Event, name: str) -> bool:
-    """True when `event` concerns entry `name` (changes it, was skipped while aiming at it, or cites it)."""
-    return name in touched_names(event) or cites(event, name)
+    """True when `event` concerns entry `name` (changes it, was skipped while aiming at it, or cites it).
+
+    Asked of every event of every transaction `history` reads: the fields are compared in place."""
+    entry = BY_TYPE.get(type(event))
+    if entry is None:
+        return False
+    for field in entry.touches:
+        value = getattr(event, field)
+        if value == name if isinstance(value, str) else name in value:
+            return True
+    return bool(entry.cites) and cites(event, name)
 
 
 def json_string(name: str) -> bytes | None:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
 from eventlog import events as ev
 from eventlog import logformat
+from eventlog.bytesearch import occurrences
 from eventlog.checks import find_damage
 from eventlog.domain import KeyPoint
 from eventlog.errors import CorruptLogError
@@ -22,9 +23,14 @@ from eventlog.registry import json_string
 from eventlog.store import Position, Transaction
 
 _WINDOW = 64 << 10
-_BACK_BLOCK = 4 << 20
-_MAX_GROUPS = 8
-"""More groups of needles than this (names of many shapes, e.g. imported ones) are searched as one alternation."""
+_BACK_BLOCK = 1 << 20
+"""A name stops being searched for at the end of the block that holds its creation: small blocks waste little."""
+_REGEX_FROM = 4
+"""This many needles sharing a literal start are one regular expression: `re` skips ahead to the literal in C at
+about a quarter of the speed of `bytesearch`, so it pays from four needles on."""
+_MAX_PASSES = 9
+"""More passes over a range than this (names of many shapes) are one alternation of every needle, which `re`
+tries at every quote: about nine searches' worth."""
 _CREATING = (ev.KeyPointAdded, ev.KeyPointsMerged)
 """Events that give an entry a name never issued before."""
 
@@ -107,27 +113,31 @@ def _block_before(handle: IO[bytes], high: int) -> tuple[int, bytes, int]:
 def _search_block(path: Path, data: bytes, begin: int, low: int, needles: dict[str, bytes], followed: set[str],
                   found: dict[str, dict[int, Transaction]]) -> None:
     """Add the transactions of `data[begin:]` that hold a needle to `found`; a merge into a name searched
-    for adds its sources' names to `needles`, searched for in this block and every one before it.
+    for adds its sources' names to `needles`, searched for in this block up to the merge's transaction and
+    in every block before it.
 
     A source's search ends at the KeyPointAdded or KeyPointsMerged that created it: the log gives those a
     name past every one it issued before, so nothing earlier names it. The search for the entry asked about
-    runs to the file's start. One needle is a byte search, several one regular expression of them."""
-    searched: set[str] = set()
+    runs to the file's start."""
     decoded: dict[int, Transaction] = {}
-    while pending := {needle: entry for entry, needle in needles.items() if entry not in searched}:
-        searched.update(pending.values())
-        for at, needle in _hits(data, begin, pending):
+    pending = {needle: (entry, len(data)) for entry, needle in needles.items()}
+    while pending:
+        arrived: dict[bytes, tuple[str, int]] = {}
+        for at, needle in _hits(data, begin, {needle: end for needle, (_entry, end) in pending.items()}):
+            entry = pending[needle][0]
             start, end = _transaction_bounds(data, begin, at)
             transaction = decoded.get(start)
             if transaction is None:
                 transaction = decoded[start] = _decode_transaction(path, data, start, end, low)
-                for event in transaction.events:
-                    if isinstance(event, ev.KeyPointsMerged) and event.name in followed:
-                        for source in event.sources:
-                            if source not in followed and (encoded := json_string(source)) is not None:
-                                followed.add(source)
-                                needles[source] = encoded
-            found.setdefault(pending[needle], {})[low + start] = transaction
+            found.setdefault(entry, {})[low + start] = transaction
+            for event in transaction.events:  # a merge into `entry` holds its name, so this search meets it
+                if isinstance(event, ev.KeyPointsMerged) and event.name == entry:
+                    for source in event.sources:
+                        if source not in followed and (encoded := json_string(source)) is not None:
+                            followed.add(source)
+                            needles[source] = encoded
+                            arrived[encoded] = (source, end)
+        pending = arrived
     first = next(iter(needles))  # the entry asked about: searched to the start
     for transaction in decoded.values():
         for event in transaction.events:
@@ -135,33 +145,40 @@ def _search_block(path: Path, data: bytes, begin: int, low: int, needles: dict[s
                 needles.pop(event.name, None)
 
 
-def _hits(data: bytes, begin: int, needles: dict[bytes, str]) -> Iterator[tuple[int, bytes]]:
-    """(offset, needle) of each occurrence of the needles in `data` from `begin`, one group of needles after another."""
-    if len(needles) == 1:
-        needle = next(iter(needles))
-        at = data.find(needle, begin)
-        while at >= 0:
-            yield at, needle
-            at = data.find(needle, at + 1)
-        return
-    for prefix, members in _groups(needles).items():
-        longest_first = sorted(members, key=len, reverse=True)  # one needle may begin another: match the longer
-        pattern = re.compile(re.escape(prefix) + b"(?:" + b"|".join(re.escape(m[len(prefix):]) for m in longest_first) + b")")
-        for match in pattern.finditer(data, begin):
-            yield match.start(), match.group()
+def _hits(data: bytes, begin: int, needles: dict[bytes, int]) -> Iterator[tuple[int, bytes]]:
+    """(offset, needle) of each occurrence of each needle in `data[begin:end]`, `end` being the needle's value.
+
+    Each needle is one `bytesearch.occurrences` pass over its range; several that share their literal start
+    (`"oth-`) and their end are one regular expression when that costs less than a pass each."""
+    by_end: dict[int, list[bytes]] = {}
+    for needle, end in needles.items():
+        by_end.setdefault(end, []).append(needle)
+    for end, same_end in by_end.items():
+        for prefix, members in _groups(same_end).items():
+            yield from _group_hits(data, begin, end, prefix, members)
 
 
-def _groups(needles: Iterable[bytes]) -> dict[bytes, list[bytes]]:
-    """The needles by their literal start up to their slug's dash (`"oth-`), or all in one group when there are many.
-
-    `re` tries an alternation at every byte that may begin it, for names every quote of the block;
-    a pattern that begins with a literal of several bytes skips ahead to it in C, some 16 times
-    faster on a long log, at one pass per group."""
+def _groups(needles: list[bytes]) -> dict[bytes, list[bytes]]:
+    """The needles by their literal start up to their slug's dash (`"oth-`), or all in one group when they
+    would take more passes than one alternation costs (names of many shapes, e.g. imported ones)."""
     groups: dict[bytes, list[bytes]] = {}
     for needle in needles:
         dash = needle.find(b"-")
         groups.setdefault(needle[: dash + 1] if dash > 1 else needle, []).append(needle)
-    return groups if len(groups) <= _MAX_GROUPS else {b"": list(needles)}
+    passes = sum(1 if len(members) >= _REGEX_FROM else len(members) for members in groups.values())
+    return groups if passes <= _MAX_PASSES else {b"": needles}
+
+
+def _group_hits(data: bytes, begin: int, end: int, prefix: bytes, members: list[bytes]) -> Iterator[tuple[int, bytes]]:
+    if len(members) < _REGEX_FROM and prefix:
+        for needle in members:
+            for at in occurrences(data, needle, begin, end):
+                yield at, needle
+        return
+    longest_first = sorted(members, key=len, reverse=True)  # one needle may begin another: match the longer
+    pattern = re.compile(re.escape(prefix) + b"(?:" + b"|".join(re.escape(m[len(prefix):]) for m in longest_first) + b")")
+    for match in pattern.finditer(data, begin, end):
+        yield match.start(), match.group()
 
 
 def _transaction_bounds(data: bytes, begin: int, at: int) -> tuple[int, int]:

@@ -7,7 +7,7 @@ import inspect
 import msgspec
 
 from eventlog import events as ev
-from eventlog.registry import BY_TAG, FAMILIES, REGISTRY, SHORT_NAMES, record_decoder, touched_names
+from eventlog.registry import BY_TAG, FAMILIES, REGISTRY, SHORT_NAMES, cites, mentions, record_decoder, touched_names
 from playbook.event_text import PARTS
 
 
@@ -44,3 +44,17 @@ def test_a_merge_touches_its_result_and_its_sources_and_decodes_as_itself():
                                 harmful=0)
     assert touched_names(merged) == {"oth-1", "oth-2", "oth-3"}
     assert record_decoder.decode(msgspec.json.encode(merged)) == merged
+
+
+def test_an_event_mentions_the_names_it_touches_or_cites_and_no_other():
+    events = [
+        ev.KeyPointsMerged(section="OTHERS", name="oth-3", text="t", sources=["oth-1", "oth-2"], helpful=0, harmful=0),
+        ev.KeyPointEvaluated(name="oth-1", rating="helpful", helpful=1, harmful=0),
+        ev.KeyPointMarkedStale(name="oth-2", idle_sessions=3),
+        ev.OperationSkipped(kind="operation", reason="unknown", operation={"type": "UPDATE", "target_id": "oth-3"}),
+        ev.CurationHeld(reason="shrinks", operations=[{"type": "DELETE", "target_id": "oth-1"}]),
+    ]
+    for event in events:
+        for name in ("oth-1", "oth-2", "oth-3", "oth", "t", "OTHERS"):
+            assert mentions(event, name) == (name in touched_names(event) or cites(event, name)), (event, name)
+    assert [mentions(event, "oth-3") for event in events] == [True, False, False, True, False]

@@ -363,14 +363,15 @@ def decide_events(state: PlaybookState, name: str) -> list:
 
 
 @pytest.mark.parametrize("names", [["oth-114", "oth-11", "mis-061", "pat-1"], ["legacy name", "x", "oth-1"],
-                                   [f"s{i}-1" for i in range(12)]])
+                                   [f"s{i}-1" for i in range(12)], ["oth-1", "oth-2", "oth-11", "oth-114", "mis-1"]])
 def test_history_search_finds_every_name_of_any_shape_once_at_each_place(names):
     from projections import history
 
     data = b"".join(b'{"name":' + json.dumps(n).encode() + b'}\n' for n in names * 3) + b'"oth-1140" "xoth-11"'
-    needles = {json.dumps(n).encode(): n for n in names}
-    expected = sorted((at, needle) for needle in needles for at in _all(data, needle))
-    assert sorted(history._hits(data, 0, needles)) == expected
+    for end in (len(data), len(data) // 2):
+        needles = {json.dumps(n).encode(): end if i % 2 else len(data) for i, n in enumerate(names)}
+        expected = sorted((at, needle) for needle in needles for at in _all(data[:needles[needle]], needle))
+        assert sorted(history._hits(data, 0, needles)) == expected
 
 
 def _all(data: bytes, needle: bytes) -> list[int]:
