@@ -32,6 +32,9 @@ SECTIONS = ("PATTERNS & APPROACHES", "MISTAKES TO AVOID", "USER PREFERENCES", "P
 """`eventlog.domain.SECTION_SLUGS`, in its order: a snapshot with other sections is left to the full command."""
 DRIVER_ATTRIBUTE = b"merge=playbook"
 """What `playbook.share.names_our_driver` looks for in .gitattributes."""
+LOG_BLOCK = b'\n  "log": {\n    "offset": '
+"""How the writer's playbook.json starts its `log` block: a string in the file holds no line break, so only the
+block itself reads so."""
 MAX_READ = show_text.MAX_BYTES
 """The largest file this path reads whole (.gitattributes, playbook.json): past it the full command runs."""
 
@@ -93,6 +96,9 @@ def current_snapshot(project: str) -> dict[str, Any] | None:
             return None
         found = _regular(os.path.join(claude_dir, "playbook.json"))
         if found is None or found[1].st_mtime_ns != int(mtime):
+            return None
+        at = found[0].rfind(LOG_BLOCK)  # the writer's layout: a file lagging the log is told before it is decoded
+        if at >= 0 and not found[0].startswith(b"%d," % int(size), at + len(LOG_BLOCK)):
             return None
         snapshot = _decode(found[0])
     except (OSError, ValueError, StopIteration):
@@ -194,6 +200,21 @@ def text(project: str, color: bool) -> bytes | None:
     return painted if color else show_text.plain(painted)
 
 
+def _lags(project: str) -> bool:
+    """True when playbook.json may be the writer's own, lagging the log (`playbook.folded_show`): the log is
+    longer than the position the hook's projection was written at, playbook.json the one it names."""
+    claude_dir = os.path.join(project, ".claude")
+    try:
+        header = _regular(os.path.join(claude_dir, INJECTION_NAME), 512)
+        if header is None:
+            return False
+        size, mtime = header[0].split()[:2]
+        return (os.stat(os.path.join(claude_dir, "playbook.json")).st_mtime_ns == int(mtime)
+                and os.stat(os.path.join(claude_dir, "playbook.events.jsonl")).st_size >= int(size))
+    except (OSError, ValueError):
+        return False
+
+
 def write(data: bytes, stream: Any) -> None:
     """`data` (UTF-8) on `stream` as the full command writes its lines: escapes where the stream's encoding
     cannot show a character."""
@@ -215,7 +236,14 @@ def show(argv: list[str]) -> int | None:
         return None
     from .terminal import want_color
 
-    printed = text(project, want_color(sys.stdout))
+    color = want_color(sys.stdout)
+    printed = text(project, color)
+    if printed is None and _lags(project):
+        try:
+            from .folded_show import text as folded
+        except Exception:  # a dependency that does not import: the full command says so in one line
+            return None
+        printed = folded(project, color)
     if printed is None:
         return None
     for stream in (sys.stdout, sys.stderr):  # as the command line does: escapes, never an encoding error

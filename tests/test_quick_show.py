@@ -17,7 +17,7 @@ import pytest
 from eventlog.decide import ApplyOperations
 from eventlog.domain import SECTION_SLUGS
 from eventlog.events import Cause
-from playbook import quick_show, share, show_text
+from playbook import folded_show, quick_show, share, show_text
 from playbook.audit import PointState
 from playbook.cli import main
 from playbook.report import show_lines
@@ -231,26 +231,41 @@ def test_anything_but_a_current_snapshot_goes_to_the_full_command(tmp_path):
     assert quick_show.current_snapshot(project) is not None
 
 
-def test_a_snapshot_lagging_behind_the_log_goes_to_the_full_command(tmp_path, monkeypatch):
+def test_a_snapshot_lagging_behind_the_log_is_folded_forward_without_the_command_line(tmp_path, monkeypatch, capsys):
     from projections import snapshot
 
     repo = seed(tmp_path)
+    project = str(tmp_path)
     monkeypatch.setattr(snapshot, "LAG_FROM_BYTES", 1)  # as a large playbook.json does
     monkeypatch.setattr(snapshot, "LAG_SHARE", 1)
     before = repo.snapshot_path.read_bytes()
+    assert before.count(quick_show.LOG_BLOCK + b"%d," % repo.log_path.stat().st_size) == 1  # told before decoding
     repo.append([ApplyOperations([{"type": "ADD", "text": "only in the tail"}])], Cause(source="test"))
     assert repo.snapshot_path.read_bytes() == before
-    assert quick_show.current_snapshot(str(tmp_path)) is None and quick_show.text(str(tmp_path), False) is None
-    expected = full_show(tmp_path)  # which folds the tail, and keeps its text
-    assert "only in the tail" in expected
-    assert quick_show.text(str(tmp_path), False) == expected.encode()
+    assert quick_show.current_snapshot(project) is None and quick_show.text(project, False) is None
+    assert quick_show._lags(project)
+    folded = folded_show.text(project, False)  # which keeps its text
+    expected = full_show(tmp_path)  # which folds the tail too
+    assert repo.snapshot_path.read_bytes() == before and "only in the tail" in expected
+    assert folded == expected.encode() and folded_show.text(project, True) == full_painted(tmp_path)
+    assert quick_show.text(project, False) == expected.encode()
     done = launched(tmp_path, "show")
     assert (done.returncode, done.stdout, done.stderr) == (0, expected, "")
 
     repo.append([ApplyOperations([{"type": "ADD", "text": "and one more"}])], Cause(source="test"))
     assert repo.snapshot_path.read_bytes() == before
-    assert quick_show.text(str(tmp_path), False) is None  # the kept text is a tail behind
-    assert "and one more" in launched(tmp_path, "show").stdout
+    assert quick_show.text(project, False) is None  # the kept text is a tail behind
+    capsys.readouterr()
+    assert quick_show.show(["show", "--project", project]) == 0
+    shown = capsys.readouterr()
+    assert (shown.out, shown.err) == (full_show(tmp_path), "") and "and one more" in shown.out
+    assert quick_show.text(project, False) == shown.out.encode()
+
+    # Edited by hand: the full command takes the edit in.
+    repo.snapshot_path.write_bytes(before.replace(b"plain ascii", b"plain ASCII"))
+    assert folded_show.text(project, False) is None
+    assert quick_show.show(["show", "--project", project]) is None
+    assert "plain ASCII" in full_show(tmp_path)
 
 
 def test_a_playbook_json_ahead_of_the_log_is_said_every_time(tmp_path):
