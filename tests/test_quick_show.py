@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from eventlog.decide import ApplyOperations
+from eventlog.decide import ApplyOperations, Evaluate, ImportLegacy
 from eventlog.domain import SECTION_SLUGS
 from eventlog.events import Cause
 from playbook import folded_show, quick_show, share, show_text
@@ -338,3 +338,43 @@ def test_the_snapshot_is_decoded_as_json_decodes_it(tmp_path):
     for bad in (b"", b"{", b'{"a": 1} x', b"NaN", b'{"a": Infinity}', b"\xff", b'{"a": "\x01"}'):
         with pytest.raises((ValueError, StopIteration)):
             quick_show._decode(bad)
+
+
+def _imported(project: Path) -> None:
+    texts = iter([*TEXTS, "y" * (SHOWN + 500), "no\u00a0break and \u2028 separator", "", "  spaced  ", "tab\there"])
+    sections = {section: [{"name": f"{slug}-{i + 1:03d}", "text": text, "helpful": i * 3 % 7, "harmful": i % 2}
+                          for i, text in enumerate(next(texts) for _ in range(2))]
+                for section, slug in SECTION_SLUGS.items()}
+    PlaybookRepository(project / ".claude").append([ImportLegacy(data={"version": "1.0", "sections": sections},
+                                                                 path="test", genesis=False)], Cause(source="test"))
+
+
+def _changed(project: Path) -> None:
+    repo = seed(project)
+    repo.append([ApplyOperations([{"type": "UPDATE", "target_id": "pat-001", "text": "plain, and updated"},
+                                  {"type": "DELETE", "target_id": "mis-001"},
+                                  {"type": "ADD", "section": "PROJECT CONTEXT", "text": "context \x1b[1mbold\x1b[0m"}])],
+                Cause(source="test"))
+    repo.append([Evaluate([{"name": "pat-002", "rating": "helpful"}, {"name": "pref-001", "rating": "harmful"}])],
+                Cause(source="test"))
+
+
+def _generated(project: Path) -> None:
+    from benchmarks.lean import seed_project
+
+    seed_project(project, 300)
+
+
+@pytest.mark.parametrize("make", [seed, _imported, _changed, _generated])
+def test_every_road_prints_the_full_commands_text_of_several_playbooks(tmp_path, make):
+    make(tmp_path)
+    project = str(tmp_path)
+    plain, painted = full_show(tmp_path).encode(), full_painted(tmp_path)
+    assert show_text.plain(painted) == plain and painted.count(show_text.BOLD) == painted.count(show_text.RESET) >= 2
+    for color, expected in ((False, plain), (True, painted)):
+        kept_path(tmp_path).unlink(missing_ok=True)
+        assert quick_show.text(project, color) == expected  # rendered from playbook.json
+        assert quick_show.text(project, color) == expected  # as kept
+        kept_path(tmp_path).unlink()
+        assert folded_show.text(project, color) == expected  # folded by the log's reader
+        assert quick_show.text(project, not color) == (painted if not color else plain)  # as kept by that road
