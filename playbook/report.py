@@ -235,6 +235,8 @@ def history_lines(name: str, items: list[HistoryItem], style: Style, verbose: bo
         lines.append("now: not in the playbook")
     width = min(max(cells(clean(i.entry)) for i in items), 16)
     previous_tx = None
+    columns: dict[str, tuple[str, str]] = {}  # an entry's column, plain and as printed: a few entries, many items
+    fitted: dict[tuple[str, int], str] = {}  # a long history says the same few things many times
     for item in items:
         commit = item.commit
         if commit.tx != previous_tx:
@@ -246,16 +248,20 @@ def history_lines(name: str, items: list[HistoryItem], style: Style, verbose: bo
             previous_tx = commit.tx
         _kind, what = history_kind(item)
         count = counters(item.after.helpful, item.after.harmful) if item.after is not None else "gone"
-        entry = f"{fit(clean(item.entry), width):<{width}}"
-        marked = style.paint(entry, "bold") if item.entry == name else entry
+        if (column := columns.get(item.entry)) is None:
+            entry = f"{fit(clean(item.entry), width):<{width}}"
+            column = columns[item.entry] = entry, style.paint(entry, "bold") if item.entry == name else entry
+        entry, marked = column
         if verbose:
             body = wrap(f"  {entry}  ", f"{what}  [{count}]", style.width)
             lines.append("  " + marked + body[0][2 + len(entry):])
             lines.extend(body[1:])
             continue
         room = style.width - (2 + width + 2) - (2 + len(count))
-        what = fit(what, room)
-        lines.append(f"  {marked}  {what}{' ' * (room - cells(what))}  {count}")
+        if (shown_what := fitted.get((what, room))) is None:
+            cut = fit(what, room)
+            shown_what = fitted[what, room] = f"{cut}{' ' * (room - cells(cut))}"
+        lines.append(f"  {marked}  {shown_what}  {count}")
     return lines
 
 

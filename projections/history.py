@@ -119,30 +119,35 @@ def _search_block(path: Path, data: bytes, begin: int, low: int, needles: dict[s
     A source's search ends at the KeyPointAdded or KeyPointsMerged that created it: the log gives those a
     name past every one it issued before, so nothing earlier names it. The search for the entry asked about
     runs to the file's start."""
-    decoded: dict[int, Transaction] = {}
+    decoded: dict[int, tuple[Transaction, list[ev.KeyPointsMerged]]] = {}
+    created: list[str] = []
     pending = {needle: (entry, len(data)) for entry, needle in needles.items()}
     while pending:
         arrived: dict[bytes, tuple[str, int]] = {}
         for at, needle in _hits(data, begin, {needle: end for needle, (_entry, end) in pending.items()}):
             entry = pending[needle][0]
             start, end = _transaction_bounds(data, begin, at)
-            transaction = decoded.get(start)
-            if transaction is None:
-                transaction = decoded[start] = _decode_transaction(path, data, start, end, low)
+            if (known := decoded.get(start)) is None:
+                known = decoded[start] = _decode_transaction(path, data, start, end, low), []
+                for event in known[0].events:
+                    if isinstance(event, _CREATING):
+                        created.append(event.name)
+                        if isinstance(event, ev.KeyPointsMerged):
+                            known[1].append(event)
+            transaction, merges = known
             found.setdefault(entry, {})[low + start] = transaction
-            for event in transaction.events:  # a merge into `entry` holds its name, so this search meets it
-                if isinstance(event, ev.KeyPointsMerged) and event.name == entry:
-                    for source in event.sources:
+            for merge in merges:  # a merge into `entry` holds its name, so this search meets it
+                if merge.name == entry:
+                    for source in merge.sources:
                         if source not in followed and (encoded := json_string(source)) is not None:
                             followed.add(source)
                             needles[source] = encoded
                             arrived[encoded] = (source, end)
         pending = arrived
     first = next(iter(needles))  # the entry asked about: searched to the start
-    for transaction in decoded.values():
-        for event in transaction.events:
-            if isinstance(event, _CREATING) and event.name != first:
-                needles.pop(event.name, None)
+    for name in created:
+        if name != first:
+            needles.pop(name, None)
 
 
 def _hits(data: bytes, begin: int, needles: dict[bytes, int]) -> Iterator[tuple[int, bytes]]:
