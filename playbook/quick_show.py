@@ -109,7 +109,8 @@ def current_snapshot(project: str) -> dict[str, Any] | None:
 
 
 class _Decoding:
-    """What `_json.make_scanner` reads of a `json.JSONDecoder`: the defaults of `json.loads`."""
+    """What `_json.make_scanner` reads of a `json.JSONDecoder`: the defaults of `json.loads`, but NaN and Infinity
+    are refused (no field of playbook.json holds one)."""
 
     strict = True
     object_hook = object_pairs_hook = None
@@ -123,8 +124,12 @@ class _Decoding:
 def _decode(raw: bytes) -> Any:
     """`json.loads` of UTF-8 `raw`, by the same C scanner, without importing `json` (and with it `re` and `enum`,
     which would cost this path more than the whole decode)."""
-    from _json import make_scanner
+    try:
+        from _json import make_scanner
+    except ImportError:  # an interpreter without the C scanner
+        import json
 
+        return json.loads(raw.decode("utf-8"))
     text = raw.decode("utf-8")
     start = len(text) - len(text.lstrip(" \t\n\r"))
     value, end = make_scanner(_Decoding())(text, start)  # type: ignore[arg-type]  # reads only these attributes
@@ -241,9 +246,10 @@ def show(argv: list[str]) -> int | None:
     if printed is None and _lags(project):
         try:
             from .folded_show import text as folded
-        except Exception:  # a dependency that does not import: the full command says so in one line
+
+            printed = folded(project, color)
+        except Exception:  # a dependency that does not import, a log it cannot read: the full command says so
             return None
-        printed = folded(project, color)
     if printed is None:
         return None
     for stream in (sys.stdout, sys.stderr):  # as the command line does: escapes, never an encoding error
