@@ -4,8 +4,8 @@
 
 Generates a log in the real line format (transactions of ten events, mostly ratings,
 with one entry, pat-001, rated about every hundredth transaction so its history has
-about a thousand events, and a chain of merges: every MERGE_EVERY transactions the
-chain's newest entry and one added half that many transactions before are merged into
+about a thousand events, the others about one rating in 300 each (RATED), and a chain of
+merges: every MERGE_EVERY transactions the chain's newest entry and one added half that many transactions before are merged into
 a new one, so `history` of the last follows every merge back), then times each query in a fresh process (peak memory from
 /proc) with and without checkpoints. Prints a table; asserts nothing.
 """
@@ -30,6 +30,8 @@ SECTIONS = ("PATTERNS & APPROACHES", "MISTAKES TO AVOID", "USER PREFERENCES", "P
 SLUGS = ("pat", "mis", "pref", "ctx", "oth")
 MERGE_EVERY = 1800
 CHAIN_END = "chain-end"
+RATED = "mis-001"
+"""An entry added at the start and never merged: about one rating in 300 (the entries alive) is one of its."""
 RAW_DECODE = "raw decode of every line (msgspec, full records)"
 """What `history` is asked about to follow the merge chain: the name of the chain's newest entry."""
 
@@ -181,6 +183,8 @@ def measure(events: int, keep: str | None = None, say=print) -> list[tuple[str, 
                  ("at (a third in)", run(claude_dir, "at", str(last // 3))),
                  ("diff (three tenths to seven tenths)", run(claude_dir, "diff", str(3 * tenth), str(7 * tenth))),
                  ("history pat-001 (about 1,000 ratings)", run(claude_dir, "history", "pat-001")),
+                 (f"history {RATED} (about {events // 300:,} ratings, added first)",
+                  run(claude_dir, "history", RATED)),
                  (f"history {end} (a chain of about {merges} merges followed)", run(claude_dir, "history", end)),
                  ("log -n 20", run(claude_dir, "log", "-n", "20"))]
         for _ in range(3):  # the whole-log checks beside a raw decode, interleaved: their ratio is the figure
