@@ -40,6 +40,7 @@ from eventlog.events import (KeyPointEvaluated, LearningCompleted, ModelCallReco
 from eventlog.evolve import apply
 from eventlog.fastread import RunReader
 from eventlog.registry import EVENT_TYPES, touched_names
+from eventlog.values import Rating
 
 from .pageops import CAUSES, OP_KINDS, SECTION_BIT, SECTIONS, Cause, cause_of, causes_of, label, op_of, usage_of
 
@@ -167,7 +168,10 @@ class _Chunk:
                          self.seq_from, last[0])
 
 
-_EVALUATED_VIEW: Any = record_view(KeyPointEvaluated, ("name", "rating", "helpful", "harmful", "rationale"))
+_EVALUATED_VIEW: Any = msgspec.defstruct(
+    "KeyPointEvaluatedPageView", [("name", str), ("rating", Rating), ("helpful", int), ("harmful", int),
+                                  ("rationale", Union[str, None], None)],
+    kw_only=True, frozen=True, gc=False, tag="KeyPointEvaluated", tag_field="type", module=__name__)
 _EVALUATED = (_EVALUATED_VIEW, KeyPointEvaluated)
 _DECODER = msgspec.json.Decoder(Union[(_EVALUATED_VIEW, *(kind for kind in EVENT_TYPES if kind is not KeyPointEvaluated),
                                        TransactionCommitted)])

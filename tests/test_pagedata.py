@@ -155,3 +155,28 @@ def test_logs_of_every_format_give_the_strict_pass_page_data(log, monkeypatch, c
     assert reference.head.transactions > 1
     monkeypatch.setattr(eventlog.store, "CHUNK_SIZE", chunk_size)
     same(build(log, chunk_events=5), reference)
+
+
+def test_a_long_log_of_ratings_gives_the_strict_pass_page_data(tmp_path):
+    """Long stretches of rating-only transactions across chunks, summary samples thinned several times, merges
+    and new entries between them."""
+    from benchmarks.timeline import generate
+
+    log = tmp_path / "playbook.events.jsonl"
+    generate(log, 9_000)
+    reference = build_strictly(log, chunk_events=700)
+    assert reference.head.transactions > 800 and len(reference.head.summary) < reference.head.transactions // 2
+    same(build(log, chunk_events=700), reference)
+
+
+def test_a_rating_the_fast_road_does_not_expect_still_gives_the_strict_pass_page_data(every_cause, tmp_path):
+    project = copy_log(every_cause, tmp_path)
+    repo = PlaybookRepository(project / ".claude")
+    append_raw(repo, [
+        b'{"type":"KeyPointEvaluated","seq":%d,"tx":"e0e0e0e0e0e0e0e0","at":"2026-04-02T00:00:00+00:00",'
+        b'"name":"pat-003","rating":"so-so","helpful":3,"harmful":1,"rationale":"an older rating word"}',
+        b'{"type":"TransactionCommitted","seq":%d,"tx":"e0e0e0e0e0e0e0e0","at":"2026-04-02T00:00:00+00:00",'
+        b'"events":1,"source":"manual"}'])
+    reference = build_strictly(repo.log_path)
+    assert b'"so-so"' in reference.chunks[-1]
+    same(build(repo.log_path), reference)
