@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import unicodedata
 
 TYPE_CHECKING = False  # not typing's: importing typing costs a start-up what the standard-library-only paths avoid
 if TYPE_CHECKING:
@@ -86,6 +85,8 @@ def cells(text: str) -> int:
     """Terminal columns `text` takes (wide characters 2, combining marks 0)."""
     if text.isascii():
         return len(text)
+    import unicodedata  # only here: `show` and the hooks print without it
+
     return sum(0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
                for ch in text)
 
