@@ -1,16 +1,17 @@
-"""`playbook show` of a current playbook.json, with the standard library alone.
+"""`playbook show` answered without the command line, from one file when it can.
 
-The plain `show` (no WHEN, no JSON, no other option) prints what playbook.json holds whenever
-that file is the one the log's writer last wrote and the log has not grown since: the same
-evidence the SessionStart hook trusts (`playbook.inject`), the log's size and the file's
-modification time recorded in the hook's projection. Then nothing of the log's machinery is
-loaded. In every other case (a hand edit, a legacy file, a log that grew or was replaced, a
-`.claude` leading out of the project, a project whose merge driver may need registering) this
-answers None and the full command runs, which takes in what it finds and says so.
+The plain `show` (no WHEN, no JSON, no other option) prints, with the standard library alone:
 
-Before any of that, the text the last `show` rendered (`playbook.show_text`) is printed when it was rendered
-from the log and playbook.json as they are now: a stat of each and one read, whatever the playbook's size;
-whichever path renders the text keeps it for the next call.
+- the text the last `show` kept (`playbook.show_text`), when it was rendered from the log and playbook.json
+  as they are now: a stat of each and one read, whatever the playbook's size;
+- else what playbook.json holds, when that file is the one the log's writer last wrote and the log has not
+  grown since: the same evidence the SessionStart hook trusts (`playbook.inject`), the log's size and the
+  file's modification time recorded in the hook's projection. The text is then kept.
+
+A playbook.json the writer left lagging the log by a short tail is folded forward by `playbook.folded_show`
+(the log's reader, without the command line's parser and modules). In every other case (a hand edit, a
+legacy file, a log that was replaced, a `.claude` leading out of the project, a project whose merge driver
+may need registering) this answers None and the full command runs, which takes in what it finds and says so.
 """
 
 from __future__ import annotations
@@ -55,7 +56,10 @@ def _project(argv: list[str]) -> str | None:
     if rest != ["show"] or project == "":
         return None
     if project is None:
-        return os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+        try:
+            return os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+        except OSError:  # a current directory removed meanwhile: the full command says so
+            return None
     return project if os.path.isdir(project) else None  # the full command says what is wrong with it
 
 
