@@ -14,8 +14,9 @@ from collections.abc import Iterable
 from functools import cache
 from typing import Any, NamedTuple, Union
 
-from .domain import PlaybookState, Usage
-from .events import Event, KeyPointEvaluated, TransactionCommitted, record_view
+from . import handlers as h
+from .domain import KeyPoint, PlaybookState, Usage
+from .events import Event, TransactionCommitted, record_view
 from .registry import COMMIT_READS, REGISTRY, Handler
 
 _APPLY: dict[type, Handler] = {entry.cls: entry.apply for entry in REGISTRY}
@@ -46,8 +47,12 @@ class _Views(NamedTuple):
     view_of: dict[type, type]
     handlers: dict[type, Handler]
     """By record type and view type; `_seq_views` adds its views."""
-    evaluated: list[type]
-    """`KeyPointEvaluated` and its views (the one with `seq` once `_seq_views` has built it)."""
+    counted: set[type]
+    added: set[type]
+    removed: set[type]
+    commits: set[type]
+    """The types, records and views, that `apply_records` applies inline as `handlers.counters` (ratings:
+    about half of any log), `handlers.added` and `handlers.removed`, and the commits; `_seq_views` adds its views."""
     commit_view: type
     fold_views: Any
 
@@ -56,8 +61,13 @@ class _Views(NamedTuple):
 def _views() -> _Views:
     view_of = {kind: record_view(kind, fields) for kind, fields in _READS.items()}
     handlers = {**_APPLY, **{view_of[kind]: handler for kind, handler in _APPLY.items()}}
-    evaluated: list[type] = [KeyPointEvaluated, view_of[KeyPointEvaluated], view_of[KeyPointEvaluated]]
-    return _Views(view_of, handlers, evaluated, view_of[TransactionCommitted], Union[tuple(view_of.values())])
+
+    def served(handler: Handler) -> set[type]:
+        return {each for kind, its in _APPLY.items() if its is handler for each in (kind, view_of[kind])}
+
+    return _Views(view_of, handlers, served(h.counters), served(h.added), served(h.removed),
+                  {TransactionCommitted, view_of[TransactionCommitted]}, view_of[TransactionCommitted],
+                  Union[tuple(view_of.values())])
 
 
 @cache
@@ -68,7 +78,8 @@ def _seq_views() -> dict[type, type]:
     seq_view_of = {kind: views.view_of[kind] if "seq" in fields else record_view(kind, (*fields, "seq"))
                    for kind, fields in _READS.items()}
     views.handlers.update({seq_view_of[kind]: handler for kind, handler in _APPLY.items()})
-    views.evaluated[2] = seq_view_of[KeyPointEvaluated]
+    for kinds in (views.counted, views.added, views.removed, views.commits):
+        kinds.update([seq_view_of[kind] for kind in _READS if kind in kinds])
     return seq_view_of
 
 
@@ -112,13 +123,15 @@ def apply_records(state: PlaybookState, records: list[Any]) -> None:
     on each transaction; records after the last commit must not be passed.
     """
     views = _views()
-    get, commit_view = views.handlers.get, views.commit_view
+    get, counted, added, removed, commits = views.handlers.get, views.counted, views.added, views.removed, views.commits
+    note_name = h.note_name
     where, sections, usage = state.where, state.sections, state.usage
-    evaluated, evaluated_view, evaluated_seq = views.evaluated
     changed = False
+    now = state.sessions + 1  # the session under way: only a handler called below moves it
+    # The commonest lines' handlers run inline, as `eventlog.handlers` has them: the fold runs this per line.
     for record in records:
         kind = type(record)
-        if kind is evaluated_view or kind is evaluated_seq or kind is evaluated:  # about half of any log: `counters` and `used`, inlined
+        if kind in counted:  # `handlers.counters`
             name = record.name
             section = where.get(name)
             if section is not None:
@@ -128,20 +141,39 @@ def apply_records(state: PlaybookState, records: list[Any]) -> None:
                     found = usage.get(name)
                     if found is None:
                         found = usage[name] = Usage()
-                    found.last_used = state.sessions + 1
+                    found.last_used = now
                     found.stale = False
                     kp.helpful = helpful
                     kp.harmful = harmful
             changed = True
-        elif kind is commit_view or kind is TransactionCommitted:
+        elif kind in commits:
             if changed and record.at:
                 state.last_updated = record.at
             state.seq = record.seq
             changed = False
+        elif kind in added:  # `handlers.added`
+            name, section = record.name, record.section
+            if name in where or section not in sections:
+                h.added(state, record)
+            else:
+                sections[section][name] = KeyPoint(name, record.text, record.helpful, record.harmful)
+                where[name] = section
+                note_name(state.high_water, name)
+                usage[name] = Usage(0, 0, state.sessions)
+            changed = True
+        elif kind in removed:  # `handlers.removed`
+            name = record.name
+            section = where.pop(name, None)
+            if section is not None:
+                sections[section].pop(name)
+            usage.pop(name, None)
+            changed = True
         else:
             handler = get(kind)
-            if handler is not None and handler(state, record):
-                changed = True
+            if handler is not None:
+                if handler(state, record):
+                    changed = True
+                now = state.sessions + 1
 
 
 def apply_transaction(state: PlaybookState, events: list[Any], seq: int, at: str) -> None:

@@ -14,8 +14,8 @@ from .domain import MAX_ID_DIGITS, OTHERS, KeyPoint, PendingLearning, PendingPro
 from .domain import legacy_number
 
 
-def _note_name(state: PlaybookState, name: str) -> None:
-    high_water = state.high_water
+def note_name(high_water: dict[str, int], name: str) -> None:
+    """`name` is in use: the next name of its slug is issued past it."""
     slug, dash, digits = name.rpartition("-")
     highest = high_water.get(slug) if dash else None
     if digits.endswith("\n"):  # as `generate_keypoint_name`'s `$` does
@@ -39,7 +39,7 @@ def _insert(state: PlaybookState, section: str, kp: KeyPoint) -> None:
         _remove(state, name)
     state.sections[section][name] = kp
     state.where[name] = section
-    _note_name(state, name)
+    note_name(state.high_water, name)
 
 
 def _remove(state: PlaybookState, name: str) -> KeyPoint | None:
@@ -74,7 +74,7 @@ def added(state: PlaybookState, e: ev.KeyPointAdded) -> bool:
     else:  # the usual case, `_insert` inlined: a fold runs this per added entry
         state.sections[section][name] = kp
         state.where[name] = section
-        _note_name(state, name)
+        note_name(state.high_water, name)
     state.usage[name] = Usage(0, 0, state.sessions)
     return True
 
