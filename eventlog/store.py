@@ -17,7 +17,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator
 from functools import lru_cache
-from operator import attrgetter
+from itertools import count
+from operator import attrgetter, countOf, sub
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
@@ -73,6 +74,11 @@ Observer = Callable[[list[Any]], None]
 
 
 _seq_of = attrgetter("seq")
+
+
+def _consecutive(records: list[Any], first: int) -> bool:
+    """True when the records' seqs are `first`, `first + 1`, ...: counted in C, no list built."""
+    return countOf(map(sub, map(_seq_of, records), count(first)), 0) == len(records)
 
 
 @lru_cache(maxsize=8)
@@ -176,8 +182,7 @@ class LogReader:
                 if not self.strict:
                     try:
                         for records, _buffer, _offset in self._fast(handle, decoder, commit_type, until):
-                            if seqs and list(map(_seq_of, records)) != list(
-                                    range(self.position.seq + 1, self.position.seq + 1 + len(records))):
+                            if seqs and not _consecutive(records, self.position.seq + 1):
                                 raise _Recheck()  # nothing of the run applied: the strict road names the line
                             apply_records(state, records)
                             if observe is not None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from itertools import compress, repeat
+from operator import attrgetter, is_
 from pathlib import Path
 from typing import Any
 
@@ -248,6 +250,9 @@ _PER_TRANSACTION = frozenset({*_OUTCOMES, str(ModelCallRecorded.__struct_config_
 """A run holding one of these (or an unknown record) is counted transaction by transaction."""
 
 
+_source_of = attrgetter("source")
+
+
 def _tag_of_type(kind: type) -> str:
     return str(kind.__struct_config__.tag)  # type: ignore[attr-defined]  # a fold's view has its record's tag
 
@@ -269,7 +274,8 @@ class _Tally:
         self.kinds.update(kinds)
         if UnknownRecord not in kinds and not any(_tag_of_type(kind) in _PER_TRANSACTION for kind in kinds):
             # the usual run: only its commits' sources to count
-            self.sources.update([record.source for record in records if type(record) is TransactionCommitted])
+            commits = compress(records, map(is_, map(type, records), repeat(TransactionCommitted)))
+            self.sources.update(map(_source_of, commits))
             return
         events: list[Any] = []
         for record in records:
