@@ -386,7 +386,7 @@ def test_rebuilding_twice_gives_the_bytes_the_appends_wrote(step_list):
 # --- (c) fold is reduce(evolve), evolve is pure -------------------------------------------------------
 
 NAMES = ["pat-001", "pat-002", "mis-001", "oth-001", "oth-002", "oth-010", "kpt_001", "free-form",
-         "pat-\u00b2", "pat-\u0663", "pref-0040", "ctx-007\n"]  # odd digits: see _note_name
+         "pat-\u00b2", "pat-\u0663", "pref-0040", "ctx-007\n"]  # odd digits: see note_name
 names = st.sampled_from(NAMES)
 canon = st.sampled_from(CANON)
 counts = st.integers(0, 6)
