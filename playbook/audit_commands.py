@@ -8,10 +8,16 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from . import show_text
 from .output import out, out_json, stdout_style
 from .project import playbook_of
+
+if TYPE_CHECKING:
+    from projections.repository import PlaybookRepository
+
+    from .audit import PointState
 
 
 def _timeline(args: argparse.Namespace):
@@ -91,7 +97,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _show_and_keep(repo, point, stamped: bytes) -> None:
+def _show_and_keep(repo: PlaybookRepository, point: PointState, stamped: bytes) -> None:
     """`show` of the playbook now, its text kept for the next `show` (`playbook.show_text`) when it is the whole
     story: nothing was taken in or found diverging on the way, and the log and playbook.json are still the
     files `stamped` names."""
