@@ -34,7 +34,7 @@ def occurrences(data: bytes, needle: bytes, begin: int = 0, end: int | None = No
     end = size if end is None else max(0, min(end, size))
     at = max(0, begin)
     search = _memmem() if needle and type(data) is bytes else None
-    base = _address(data) if search is not None else None
+    held, base = _pinned(data) if search is not None else (None, 0)
     if search is None or not base:
         at = data.find(needle, at, end)
         while at >= 0:
@@ -50,9 +50,12 @@ def occurrences(data: bytes, needle: bytes, begin: int = 0, end: int | None = No
         at = found - base + 1
 
 
-def _address(data: bytes) -> int | None:
-    """Where the bytes of `data` lie in memory: a bytes object never moves nor changes while it is alive,
-    and the caller holds it."""
+def _pinned(data: bytes) -> tuple[Any, int]:
+    """A C pointer to the bytes of `data`, and its address: the pointer must be held while the address is used.
+
+    CPython's points into `data` itself, which never moves nor changes while it is alive; another Python's may
+    point to a copy that lives as long as the pointer."""
     import ctypes
 
-    return ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p).value
+    pointer = ctypes.c_char_p(data)
+    return pointer, ctypes.cast(pointer, ctypes.c_void_p).value or 0

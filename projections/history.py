@@ -10,7 +10,7 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from eventlog import events as ev
 from eventlog import logformat
@@ -112,42 +112,65 @@ def _block_before(handle: IO[bytes], high: int) -> tuple[int, bytes, int]:
 
 def _search_block(path: Path, data: bytes, begin: int, low: int, needles: dict[str, bytes], followed: set[str],
                   found: dict[str, dict[int, Transaction]]) -> None:
-    """Add the transactions of `data[begin:]` that hold a needle to `found`; a merge into a name searched
-    for adds its sources' names to `needles`, searched for in this block up to the merge's transaction and
-    in every block before it.
+    """Add the transactions of `data[begin:]` that hold a needle to `found`, each with the events of its lines
+    that hold one; a merge into a name searched for adds its sources' names to `needles`, searched for in
+    this block up to the merge's transaction and in every block before it.
 
-    A source's search ends at the KeyPointAdded or KeyPointsMerged that created it: the log gives those a
-    name past every one it issued before, so nothing earlier names it. The search for the entry asked about
-    runs to the file's start."""
-    decoded: dict[int, tuple[Transaction, list[ev.KeyPointsMerged]]] = {}
+    Only those lines and the commit lines are decoded: an event that concerns an entry holds its name as a
+    JSON string, so no other line can. A source's search ends at the KeyPointAdded or KeyPointsMerged that
+    created it: the log gives those a name past every one it issued before, so nothing earlier names it.
+    The search for the entry asked about runs to the file's start."""
+    lines: dict[int, tuple[Any, int]] = {}  # a line's start -> its record, its transaction's start
+    transactions: dict[int, tuple[int, list[int]]] = {}  # a transaction's start -> its end, the lines read
+    named: dict[str, set[int]] = {}  # an entry -> the starts of the transactions that name it
     created: list[str] = []
     pending = {needle: (entry, len(data)) for entry, needle in needles.items()}
     while pending:
         arrived: dict[bytes, tuple[str, int]] = {}
         for at, needle in _hits(data, begin, {needle: end for needle, (_entry, end) in pending.items()}):
             entry = pending[needle][0]
-            start, end = _transaction_bounds(data, begin, at)
-            if (known := decoded.get(start)) is None:
-                known = decoded[start] = _decode_transaction(path, data, start, end, low), []
-                for event in known[0].events:
-                    if isinstance(event, _CREATING):
-                        created.append(event.name)
-                        if isinstance(event, ev.KeyPointsMerged):
-                            known[1].append(event)
-            transaction, merges = known
-            found.setdefault(entry, {})[low + start] = transaction
-            for merge in merges:  # a merge into `entry` holds its name, so this search meets it
-                if merge.name == entry:
-                    for source in merge.sources:
-                        if source not in followed and (encoded := json_string(source)) is not None:
-                            followed.add(source)
-                            needles[source] = encoded
-                            arrived[encoded] = (source, end)
+            line = data.rfind(b"\n", begin, at) + 1 or begin
+            if (known := lines.get(line)) is None:
+                start, end = _transaction_bounds(data, begin, line)
+                known = lines[line] = _decode_line(path, data, line, low + end), start
+                transactions.setdefault(start, (end, []))[1].append(line)
+                if isinstance(known[0], _CREATING):
+                    created.append(known[0].name)
+            record, start = known
+            named.setdefault(entry, set()).add(start)
+            if isinstance(record, ev.KeyPointsMerged) and record.name == entry:
+                for source in record.sources:
+                    if source not in followed and (encoded := json_string(source)) is not None:
+                        followed.add(source)
+                        needles[source] = encoded
+                        arrived[encoded] = (source, transactions[start][0])
         pending = arrived
+    read = {start: _transaction(path, data, start, end, held, lines, low) for start, (end, held) in transactions.items()}
+    for entry, starts in named.items():
+        found.setdefault(entry, {}).update((low + start, read[start]) for start in starts)
     first = next(iter(needles))  # the entry asked about: searched to the start
     for name in created:
         if name != first:
             needles.pop(name, None)
+
+
+def _decode_line(path: Path, data: bytes, line: int, damage_before: int) -> Any:
+    try:
+        return logformat.decode_line(data[line : data.index(b"\n", line) + 1])
+    except logformat.DECODE_ERRORS:
+        raise damaged(path, damage_before) from None
+
+
+def _transaction(path: Path, data: bytes, start: int, end: int, held: list[int], lines: dict[int, tuple[Any, int]],
+                 low: int) -> Transaction:
+    """The transaction `data[start:end]` with the events of the lines `held` (decoded in `lines`), and its commit."""
+    last = max(data.rfind(b"\n", start, end - 1) + 1, start)
+    commit = lines[last][0] if last in lines else _decode_line(path, data, last, low + end)
+    if type(commit) is not TransactionCommitted:
+        raise damaged(path, low + end)
+    before = data.count(b"\n", start, last)  # the lines before the commit line: one event each, seqs in a row
+    return Transaction(events=[lines[line][0] for line in sorted(held) if line != last], commit=commit,
+                       start=Position(low + start, commit.seq - before - 1, "", 0), end=Position(low + end, commit.seq, "", 0))
 
 
 def _hits(data: bytes, begin: int, needles: dict[bytes, int]) -> Iterator[tuple[int, bytes]]:
@@ -197,19 +220,6 @@ def _transaction_bounds(data: bytes, begin: int, at: int) -> tuple[int, int]:
     else:
         start = begin
     return start, logformat.next_commit_end(data, line_start)
-
-
-def _decode_transaction(path: Path, data: bytes, start: int, end: int, low: int) -> Transaction:
-    try:
-        records = logformat.decode_records(data[start:end])
-    except logformat.DECODE_ERRORS:
-        raise damaged(path, low + end) from None
-    commit = records[-1]
-    if type(commit) is not TransactionCommitted:
-        raise damaged(path, low + end)
-    first = records[0].seq if len(records) > 1 else commit.seq
-    return Transaction(events=records[:-1], commit=commit, start=Position(low + start, first - 1, "", 0),
-                       end=Position(low + end, commit.seq, "", 0))
 
 
 def entry_after(kp: KeyPoint | None, event: Event, name: str) -> KeyPoint | None:

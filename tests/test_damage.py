@@ -175,6 +175,19 @@ def test_a_damaged_line_in_the_middle_is_one_line_with_file_and_line_from_every_
             assert f"byte {offset}" in result.stderr + result.stdout, (command, result)
 
 
+
+@pytest.mark.parametrize("line", [2, 3], ids=["the event that names it", "its transaction's commit line"])
+def test_history_reports_a_damaged_line_of_a_transaction_it_reads_with_file_line_and_byte(tmp_path, line):
+    repo = _five_transactions(tmp_path)
+    log = repo.store.path
+    lines = log.read_bytes().splitlines(keepends=True)
+    lines[line] = lines[line].replace(b'"seq":%d,' % (line + 1), b'"seq":0%d,' % (line + 1))  # no longer JSON
+    log.write_bytes(b"".join(lines))
+    result = run_main(tmp_path, "history", "oth-002")
+    assert result.returncode == 1 and f"{log}:{line + 1}" in result.stderr, result
+    assert f"byte {sum(map(len, lines[:line]))}" in result.stderr, result
+    assert run_main(tmp_path, "history", "oth-004").returncode == 0  # a transaction it does not read
+
 # --- a snapshot ahead of the log ---------------------------------------------------------------------
 
 READERS = [["show"], ["show", "--json"], ["log"], ["log", "-v"], ["history", "oth-001"], ["at", "2"], ["diff", "2"],
