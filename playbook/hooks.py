@@ -109,20 +109,6 @@ def _project(payload: dict) -> Path:
     return Path(cwd) if isinstance(cwd, str) and cwd else Path.cwd()
 
 
-def claude_config_dir() -> str:
-    """Claude Code's configuration directory, resolved: `$CLAUDE_CONFIG_DIR` if set, else `~/.claude`."""
-    configured = os.environ.get("CLAUDE_CONFIG_DIR")
-    return os.path.realpath(configured or os.path.join(os.path.expanduser("~"), ".claude"))
-
-
-def _is_under(path: str, directory: str) -> bool:
-    """True when `path`, resolved (`..` and symlinks followed), lies inside `directory` (already resolved)."""
-    resolved = os.path.realpath(path)  # ValueError for an embedded NUL: the caller's concern
-    return resolved.startswith(os.path.join(directory, ""))
-
-
-
-
 def _string(payload: dict, key: str) -> str | None:
     value = payload.get(key)
     return value if isinstance(value, str) and value else None
@@ -164,10 +150,12 @@ def learning_hook(event: str, payload: dict) -> str | None:
     # Only transcripts under Claude Code's own directory are learned from: the hook input names a
     # file the background learner will read and send to the model, so a path elsewhere (`..`, a
     # symlink out, /etc/...) must not make it read and upload any file of the user's.
+    from .transcript import claude_config_dir, inside_config_dir
+
     directory = claude_config_dir()
     try:
-        inside = _is_under(transcript, directory)
-    except ValueError:  # an embedded NUL byte: no such file can exist
+        inside = inside_config_dir(transcript, directory) is not None
+    except ValueError:  # an embedded NUL byte, a lone surrogate: no such file can exist
         return f"{event}: transcript {transcript} is missing or unreadable; nothing to learn"
     if not inside:
         return f"{event}: transcript {transcript} is outside {directory}; nothing to learn"

@@ -46,7 +46,7 @@ from .lean import LeanSettings, curation_commands, current_plan, lean_settings, 
 from .review import cycle_commands
 from .project import claude_dir, repository
 from .settings import Settings, load_settings, never_learn_match
-from .transcript import Transcript, TranscriptError, cited_ids, read_transcript
+from .transcript import Transcript, TranscriptError, cited_ids, claude_config_dir, inside_config_dir, read_transcript
 from .user_level import learn_preferences, split_preferences
 
 if TYPE_CHECKING:
@@ -254,10 +254,19 @@ def _ready(repo: PlaybookRepository, state: PlaybookState, pending: PendingLearn
     from .models import model_config  # anthropic is imported by the learner only
 
     path = pending.transcript
+    # The request names the file to read and send to the model, and a log a repository carries can
+    # hold any request: only Claude Code's own transcripts are read, by their resolved path.
+    directory = claude_config_dir()
+    try:
+        resolved = inside_config_dir(path, directory)
+    except ValueError:  # no file can have this path
+        resolved = None
+    if resolved is None:
+        return _skip(repo, pending, f"transcript {path} is outside {directory}; not learned from")
     if (pattern := never_learn_match(path, settings)) is not None:
         return _skip(repo, pending, f"transcript excluded from learning by playbook_never_learn ({pattern})")
     try:
-        transcript = read_transcript(Path(path), start_line=start)
+        transcript = read_transcript(Path(resolved), start_line=start)
     except TranscriptError as exc:
         return _skip(repo, pending, str(exc))
     if not transcript.messages:

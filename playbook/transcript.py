@@ -41,7 +41,8 @@ from eventlog.errors import PlaybookError
 
 from .condense import CONDENSED, Caps, Reading, tool_result, tool_use
 
-__all__ = ["Message", "Transcript", "TranscriptError", "cited_ids", "read_transcript", "without_private"]
+__all__ = ["Message", "Transcript", "TranscriptError", "cited_ids", "claude_config_dir", "inside_config_dir",
+           "read_transcript", "without_private"]
 
 
 # user text that Claude Code writes around local slash commands (/compact, /clear, ...)
@@ -302,6 +303,22 @@ class _Conversation:
         else:
             self.messages.append(message)
         return True
+
+
+def claude_config_dir() -> str:
+    """Claude Code's configuration directory, resolved: `$CLAUDE_CONFIG_DIR` if set, else `~/.claude`."""
+    configured = os.environ.get("CLAUDE_CONFIG_DIR")
+    return os.path.realpath(configured or os.path.join(os.path.expanduser("~"), ".claude"))
+
+
+def inside_config_dir(path: str, directory: str) -> str | None:
+    """`path` resolved (`..` and every link followed) when that lies inside `directory` (already resolved),
+    else None; ValueError for a path no file can have (an embedded NUL byte, a lone surrogate).
+
+    Claude Code writes its transcripts there: a path elsewhere, from a hook's input or a log a repository
+    carries, must not make the learner read a file of the user's and send it to the model."""
+    resolved = os.path.realpath(path)
+    return resolved if resolved.startswith(os.path.join(directory, "")) else None
 
 
 def read_transcript(path: str | os.PathLike[str], start_line: int = 0, max_line_bytes: int = 1_000_000,

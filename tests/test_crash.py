@@ -412,7 +412,7 @@ def _learning_project(root: Path) -> tuple[Path, str]:
 
 def _learner(project: Path, api: FakeAnthropic, fault: str | None = None) -> subprocess.Popen:
     env = child_env(fault, ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY=SECRET, CLAUDE_PROJECT_DIR=str(project),
-                    PLAYBOOK_RETRY_BASE_DELAY="0.01")
+                    CLAUDE_CONFIG_DIR=str(project.parent), PLAYBOOK_RETRY_BASE_DELAY="0.01")
     out = open(project / "learner.out", "ab")
     learner = subprocess.Popen([sys.executable, "-m", "playbook", "learn", "--pending"], env=env, cwd=project,
                                stdout=out, stderr=out)
@@ -462,7 +462,7 @@ def learner_trial(root: Path, mode: str, rng: random.Random) -> str:
         result = subprocess.run([sys.executable, "-m", "playbook", "learn", "--pending"], capture_output=True,
                                 text=True, timeout=120, cwd=project,
                                 env=child_env(None, ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY=SECRET,
-                                              CLAUDE_PROJECT_DIR=str(project)))
+                                              CLAUDE_PROJECT_DIR=str(project), CLAUDE_CONFIG_DIR=str(root)))
         assert result.returncode == 0, result.stderr
         if done_before:
             assert result.stdout.strip() == "no pending learning" and len(api.message_requests()) == asked

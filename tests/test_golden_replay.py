@@ -179,6 +179,7 @@ def test_a_fixed_command_sequence_gives_the_same_log_snapshot_and_output(tmp_pat
     monkeypatch.setenv("PLAYBOOK_USER_DIR", str(tmp_path / "user-level"))
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("CLAUDE_PROJECT_DIR", ".")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path))  # Claude Code's directory, where the transcript is
     _fix_time_and_ids(monkeypatch)
     produced = _replay(tmp_path, monkeypatch, capsys)
     if os.environ.get("UPDATE_GOLDEN"):

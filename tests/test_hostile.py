@@ -55,10 +55,10 @@ from eventlog.events import ModelCallRecorded, PlaybookImported, UnknownRecord
 from eventlog.legacy import normalize_playbook
 from eventlog.store import LogReader
 from playbook import cli
-from playbook.hooks import claude_config_dir, run_hook
+from playbook.hooks import run_hook
 from playbook.install import hook_command
 from playbook.learn import learn_pending, request_learning
-from playbook.transcript import TranscriptError, read_transcript
+from playbook.transcript import TranscriptError, claude_config_dir, read_transcript
 from projections.repository import PlaybookRepository
 from projections.verify import verify
 from tests.fake_anthropic import FakeAnthropic, Reply, reply_text, request_texts
@@ -579,6 +579,7 @@ def learning_project(tmp_path, monkeypatch) -> Path:
     strip_model_env(monkeypatch)
     monkeypatch.setenv("PLAYBOOK_RETRY_BASE_DELAY", "0.01")
     monkeypatch.setenv("PLAYBOOK_LEARN_DEADLINE", "30")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path))  # Claude Code's directory: the learner reads only transcripts inside it
     project = tmp_path / "project"
     project.mkdir()
     monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
@@ -653,13 +654,53 @@ def test_an_unusable_reply_is_a_recorded_failure_and_changes_nothing(learning_pr
     assert_secret_nowhere(project, captured.out, captured.err)
 
 
+@pytest.mark.parametrize("where", ["elsewhere", "link out", "dot-dot", "sibling prefix"])
+def test_learn_pending_reads_no_transcript_a_shipped_log_names_outside_claude_codes_directory(tmp_path, where):
+    """A log the repository carries can hold any `LearningRequested`: `playbook learn --pending`, as the hooks
+    start it, reads only transcripts inside $CLAUDE_CONFIG_DIR (resolved), records the others as skipped with
+    the reason, and still learns the next request."""
+    project, home, config = tmp_path / "project", tmp_path / "home", tmp_path / "config"
+    project.mkdir()
+    private = transcript_file(home / "notes.jsonl")
+    with private.open("a") as handle:
+        handle.write(json.dumps({"type": "user", "message": {"role": "user", "content": "PRIVATE-4f1e notes"}}) + "\n")
+    sessions = config / "projects" / "-project"
+    sessions.mkdir(parents=True)
+    if where == "link out":
+        (sessions / "linked.jsonl").symlink_to(private)
+        named = str(sessions / "linked.jsonl")
+    elif where == "dot-dot":
+        named = str(sessions / ".." / ".." / ".." / "home" / "notes.jsonl")
+    elif where == "sibling prefix":  # config-evil starts with config but is not inside it
+        named = str(transcript_file(tmp_path / "config-evil" / "s.jsonl"))
+        with open(named, "a") as handle:
+            handle.write(json.dumps({"type": "user", "message": {"role": "user", "content": "PRIVATE-4f1e"}}) + "\n")
+    else:
+        named = str(private)
+    hostile = request_learning(project, "SessionEnd", named, "s-1")
+    honest = request_learning(project, "SessionEnd", str(transcript_file(sessions / "s-2.jsonl")), "s-2")
+    with FakeAnthropic(models()) as api:
+        env = clean_env(CLAUDE_PROJECT_DIR=str(project), CLAUDE_CONFIG_DIR=str(config), HOME=str(home),
+                        ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY=SECRET, PLAYBOOK_CLAUDE="")
+        result = subprocess.run([sys.executable, "-m", "playbook", "learn", "--pending"], capture_output=True,
+                                text=True, env=env, cwd=project, timeout=120)
+        sent = [json.dumps(request.body) for request in api.message_requests()]
+    reason = f"transcript {named} is outside {os.path.realpath(config)}; not learned from"
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    assert result.stdout.splitlines() == [f"{hostile}: skipped: {reason}", f"{honest}: completed"], result.stdout
+    assert sent and not any("PRIVATE-4f1e" in body for body in sent)
+    skipped = [e for e in all_events(project) if isinstance(e, LearningSkipped)]
+    assert [(e.request, e.reason, e.transcript) for e in skipped] == [(hostile, reason, named)]
+    assert b"PRIVATE-4f1e" not in log_bytes(project)
+
+
 def test_the_learner_process_survives_a_reply_that_is_not_a_message(learning_project, tmp_path):
     """As the hooks start it: `playbook learn --pending` in its own process, exit 0, no traceback, and a
     later request is not blocked behind the poisoned one."""
     project = learning_project
     with FakeAnthropic(models(Reply(body=b"\x00 not a reply"))) as api:
-        env = clean_env(CLAUDE_PROJECT_DIR=str(project), ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY=SECRET,
-                        PLAYBOOK_RETRY_BASE_DELAY="0.01")
+        env = clean_env(CLAUDE_PROJECT_DIR=str(project), CLAUDE_CONFIG_DIR=str(tmp_path), ANTHROPIC_BASE_URL=api.url,
+                        ANTHROPIC_API_KEY=SECRET, PLAYBOOK_RETRY_BASE_DELAY="0.01")
         for index in range(2):
             request_learning(project, "SessionEnd", str(transcript_file(tmp_path / f"t{index}.jsonl")), "s")
         result = subprocess.run([sys.executable, "-m", "playbook", "learn", "--pending"], capture_output=True,
@@ -854,8 +895,8 @@ def test_operations_of_every_wrong_type_through_the_cycle(learning_sandbox, oper
     holder["reflector"] = {"analysis": "a", "bullet_tags": tags}
     holder["curator"] = {"reasoning": "r", "operations": operations}
     path = transcript_file(tmp_path / f"s{next(_counter)}.jsonl")
-    env = {"CLAUDE_PROJECT_DIR": str(project), "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": SECRET,
-           "PLAYBOOK_RETRY_BASE_DELAY": "0.01", "PLAYBOOK_LEARN_DEADLINE": "30"}
+    env = {"CLAUDE_PROJECT_DIR": str(project), "CLAUDE_CONFIG_DIR": str(tmp_path), "ANTHROPIC_BASE_URL": api.url,
+           "ANTHROPIC_API_KEY": SECRET, "PLAYBOOK_RETRY_BASE_DELAY": "0.01", "PLAYBOOK_LEARN_DEADLINE": "30"}
     stripped = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "AGENTIC_CONTEXT_"))}
     with mock.patch.dict(os.environ, stripped | env, clear=True):
         request_learning(project, "SessionEnd", str(path), "s")
@@ -1187,6 +1228,7 @@ def legacy_root(tmp_path_factory) -> Path:
 def future_project(tmp_path, monkeypatch) -> Path:
     strip_model_env(monkeypatch)
     monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(tmp_path))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path))  # Claude Code's directory: the learner reads only transcripts inside it
     (tmp_path / ".claude").mkdir()
     shutil.copy(HOSTILE / "log_from_the_future.jsonl", tmp_path / ".claude" / "playbook.events.jsonl")
     return tmp_path

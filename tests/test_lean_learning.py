@@ -48,6 +48,7 @@ def project(tmp_path, monkeypatch) -> Path:
             monkeypatch.delenv(name)
     monkeypatch.setenv("PLAYBOOK_RETRY_BASE_DELAY", "0.01")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path))  # Claude Code's directory: the learner reads only transcripts inside it
     project = tmp_path / "project"
     (project / ".claude").mkdir(parents=True)
     monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))

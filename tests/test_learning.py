@@ -47,6 +47,7 @@ def project(tmp_path, monkeypatch) -> Path:
         if name.startswith(("ANTHROPIC_", "AGENTIC_CONTEXT_")):
             monkeypatch.delenv(name)
     monkeypatch.setenv("PLAYBOOK_RETRY_BASE_DELAY", "0.01")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path))  # Claude Code's directory: the learner reads only transcripts inside it
     project = tmp_path / "project"
     project.mkdir()
     monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))

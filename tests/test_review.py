@@ -58,6 +58,7 @@ def test_a_review_cycle_rates_but_only_proposes(tmp_path, monkeypatch):
             monkeypatch.delenv(name)
     monkeypatch.setenv("PLAYBOOK_RETRY_BASE_DELAY", "0.01")
     monkeypatch.setenv("PLAYBOOK_REVIEW", "1")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path))  # Claude Code's directory: the learner reads only transcripts inside it
     project = tmp_path / "project"
     repo = PlaybookRepository(project / ".claude")
     repo.append([ApplyOperations([{"type": "ADD", "text": "run the tests before committing", "section": SECTION}])],

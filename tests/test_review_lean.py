@@ -86,6 +86,7 @@ def test_an_accepted_near_duplicate_is_merged_exactly_as_a_direct_cycle_merges_i
             if name.startswith(("ANTHROPIC_", "AGENTIC_CONTEXT_", "PLAYBOOK_")):
                 monkeypatch.delenv(name)
         monkeypatch.setenv("PLAYBOOK_RETRY_BASE_DELAY", "0.01")
+        monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path))  # Claude Code's directory: the learner reads only transcripts inside it
         if mode == "review":
             monkeypatch.setenv("PLAYBOOK_REVIEW", "1")
         project = tmp_path / mode
