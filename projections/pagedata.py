@@ -125,9 +125,10 @@ _encoder = msgspec.json.Encoder()
 def safe_json(value: Any) -> bytes:
     """`value` as JSON that cannot end a `<script>` element or open a comment in it: every `<`, `>`
     and `&` (which JSON only has inside strings) is written as a \\u escape, and so are U+2028/9."""
-    data = _encoder.encode(value)
-    return (data.replace(b"<", b"\\u003c").replace(b">", b"\\u003e").replace(b"&", b"\\u0026")
-            .replace("\u2028".encode(), b"\\u2028").replace("\u2029".encode(), b"\\u2029"))
+    data = _encoder.encode(value).replace(b"<", b"\\u003c").replace(b">", b"\\u003e").replace(b"&", b"\\u0026")
+    if data.isascii():  # one quick pass: most pages have no other character at all
+        return data
+    return data.replace("\u2028".encode(), b"\\u2028").replace("\u2029".encode(), b"\\u2029")
 
 
 def keyframe(state: PlaybookState) -> list[list[list[Any]]]:
