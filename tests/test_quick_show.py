@@ -8,6 +8,7 @@ import contextlib
 import io
 import json
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -378,3 +379,19 @@ def test_every_road_prints_the_full_commands_text_of_several_playbooks(tmp_path,
         kept_path(tmp_path).unlink()
         assert folded_show.text(project, color) == expected  # folded by the log's reader
         assert quick_show.text(project, not color) == (painted if not color else plain)  # as kept by that road
+
+
+def test_the_kept_text_is_as_private_as_the_playbook_and_leaves_no_temporary_file(tmp_path):
+    from eventlog import files
+
+    assert show_text.FILE_MODE == files.FILE_MODE
+    seed(tmp_path)
+    claude = tmp_path / ".claude"
+    stale, fresh = claude / f".{show_text.SHOW_NAME}.999999.tmp", claude / f".{show_text.SHOW_NAME}.999998.tmp"
+    stale.write_bytes(b"left by a show killed mid-write")
+    fresh.write_bytes(b"being written by another show")
+    os.utime(stale, (1, 1))
+    full_show(tmp_path)
+    assert stat.S_IMODE(kept_path(tmp_path).stat().st_mode) == stat.S_IMODE((claude / "playbook.json").stat().st_mode)
+    assert not stale.exists() and fresh.exists()
+    assert sorted(p.name for p in claude.glob(f".{show_text.SHOW_NAME}.*")) == [fresh.name]
