@@ -250,10 +250,13 @@ class _Builder:
             kind = type(record)
             if kind is evaluated_view or kind is evaluated:  # most of any log: its op inlined
                 name = record.name
-                if (entry := known.get(name)) is None:
-                    entry = self._know(name)
-                n, bit = entry
-                if (r := index.get(rating := record.rating)) is None:
+                try:  # a name and a rating word are met again and again: a miss is the rare case
+                    n, bit = known[name]
+                except KeyError:
+                    n, bit = self._know(name)
+                try:
+                    r = index[rating := record.rating]
+                except KeyError:
                     r = index[rating] = len(strings)
                     strings.append(rating)
                 if (why := record.rationale) is not None and (why := index.get(rationale := why)) is None:
