@@ -22,8 +22,9 @@ try:  # the C half of `json`: `import json` brings in `re` and `enum`, which a h
 except ImportError:  # pragma: no cover - an interpreter without the accelerator
     from json.encoder import encode_basestring_ascii as _quote
 
+from projections.protective import COMBINE
+
 from .inject import INJECTION_NAME, NOTICE_NAME, SETTINGS_NAME, claude_outside, read_small
-from .protective import COMBINE
 from .recall import top_level_strings
 
 MAX_STDIN = 1 << 20
@@ -90,7 +91,7 @@ def switches(project: str) -> dict[str, bool] | None:
             return None
         for key in SWITCHES:
             if isinstance(value := found.get(key), bool):
-                # the project's file may only tighten the user's choice (`playbook.protective`)
+                # the project's file may only tighten the user's choice (`projections.protective`)
                 values[key] = bool(COMBINE[key](values[key], value)) if mine else value
     for key in SWITCHES:
         raw = os.environ.get(key.upper())

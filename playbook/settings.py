@@ -10,8 +10,8 @@ may spend per UTC day; 0: no limit); playbook_preferences_per_project (false: th
 PREFERENCES learned in any project go to the user-level playbook). The environment variable
 of the same name in upper case (`PLAYBOOK_UPDATE_ON_EXIT=0`; a list separated by `:`)
 overrides both files. A project's file may only tighten the protective settings
-(`playbook.protective`: learning off, review on, a lower budget, preferences kept in the project,
-more never_learn patterns); for the others its value wins. Claude Code's directory is
+(`projections.protective`: learning off, review on, a lower budget, preferences kept in the project,
+more never_learn patterns, and the lean context's lower collapse shares); for the others its value wins. Claude Code's directory is
 `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
 """
 
@@ -23,9 +23,9 @@ from pathlib import Path
 
 import msgspec
 
-from projections.config import read_settings, settings_paths
-
-from .protective import COMBINE
+from eventlog.collapse import DEFAULT_MAX_REMOVED_SHARE, DEFAULT_MAX_SHRINK_SHARE
+from projections.config import number_in_force, read_settings, settings_paths
+from projections.protective import COMBINE
 
 
 class Settings(msgspec.Struct, frozen=True):
@@ -43,6 +43,10 @@ class Settings(msgspec.Struct, frozen=True):
     playbook_preferences_per_project: bool = False
 
 
+LEAN_PROTECTIVE = {"playbook_collapse_max_removed_share": DEFAULT_MAX_REMOVED_SHARE,
+                   "playbook_collapse_max_shrink_share": DEFAULT_MAX_SHRINK_SHARE}
+"""The protective settings of the lean context, read through `projections.config.setting_number`
+(`playbook.lean.lean_settings`), and their defaults."""
 SETTINGS_NAME = "playbook.settings.json"
 _DEFAULTS = Settings()
 _TRUE = {"1", "true", "yes", "on"}
@@ -74,7 +78,7 @@ def _from_env(key: str, raw: str) -> object | None:
 
 
 class Override(msgspec.Struct, frozen=True):
-    """A protective setting whose value in the project's file gave way to the user's (`playbook.protective`)."""
+    """A protective setting whose value in the project's file gave way to the user's (`projections.protective`)."""
 
     key: str
     project: object
@@ -109,6 +113,10 @@ def resolve_settings(project: Path) -> tuple[Settings, list[Override]]:
         if raw is not None and (read := _from_env(key, raw)) is not None:
             values[key] = read
             overrides = [o for o in overrides if o.key != key]
+    for key, default in LEAN_PROTECTIVE.items():
+        in_force, gave_way = number_in_force(project, key, default)
+        if gave_way is not None:
+            overrides.append(Override(key, gave_way, in_force))
     return Settings(**values), overrides  # type: ignore[arg-type]
 
 

@@ -11,6 +11,8 @@ import os
 import stat
 from pathlib import Path
 
+from .protective import COMBINE
+
 SETTINGS_NAME = "playbook.settings.json"
 MAX_SETTINGS_BYTES = 1 << 20
 STAMPED_ENV = ("PLAYBOOK_INJECTION_BUDGET", "PLAYBOOK_RECALL", "PLAYBOOK_RECALL_MAX_CHARS")
@@ -62,8 +64,17 @@ def settings_stamp(project: Path) -> str:
 
 
 def setting_number(project: Path, key: str, default: float) -> float:
-    """A numeric setting of the lean context: the environment variable `KEY`, then the project's settings
-    file, then the user's, then `default`. Negative or unreadable values are ignored."""
+    """A numeric setting of the lean context (`number_in_force`)."""
+    return number_in_force(project, key, default)[0]
+
+
+def number_in_force(project: Path, key: str, default: float) -> tuple[float, float | None]:
+    """A numeric setting of the lean context, and the project's value when it gave way to the user's.
+
+    The environment variable `KEY`, else the project's settings file, else the user's, else `default`;
+    but for a protective setting (`projections.protective.COMBINE`) the project's value may only tighten
+    the user's (the user's default standing for a value the user never set). Negative or unreadable
+    values are ignored."""
     raw = os.environ.get(key.upper())
     if raw is not None:
         try:
@@ -71,10 +82,21 @@ def setting_number(project: Path, key: str, default: float) -> float:
         except ValueError:
             value = -1.0
         if value >= 0:
-            return value
-    found = default
-    for path in settings_paths(project):
-        given = read_settings(path).get(key)
-        if isinstance(given, (int, float)) and not isinstance(given, bool) and given >= 0:
-            found = given
-    return found
+            return value, None
+    user_path, project_path = settings_paths(project)
+    user, mine = _number(read_settings(user_path).get(key)), _number(read_settings(project_path).get(key))
+    found = default if user is None else user
+    if mine is None:
+        return found, None
+    combine = COMBINE.get(key)
+    if combine is None:
+        return mine, None
+    in_force = combine(float(found), mine)
+    assert isinstance(in_force, float)
+    return in_force, (None if in_force == mine else mine)
+
+
+def _number(given: object) -> float | None:
+    if isinstance(given, (int, float)) and not isinstance(given, bool) and given >= 0:
+        return float(given)
+    return None

@@ -16,12 +16,15 @@ from pathlib import Path
 import pytest
 
 from playbook.cli import main
+from playbook.lean import lean_settings
 from playbook.learn import learn_pending, request_learning
 from playbook.project import user_repository
-from playbook.protective import COMBINE
-from playbook.settings import Settings, load_settings, resolve_settings
+from playbook.settings import LEAN_PROTECTIVE, Settings, load_settings, resolve_settings
+from projections.protective import COMBINE
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, reply_text, request_texts
+from tests.test_lean_learning import models as curating
+from tests.test_lean_learning import seed as seed_lessons
 from tests.test_learning import FIXTURES, REFLECTION, use
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -148,7 +151,7 @@ def test_settings_that_protect_nothing_are_the_projects(project):
     settings(project, {"playbook_review_expiry_days": 60}, {"playbook_review_expiry_days": 7})
     assert load_settings(project).playbook_review_expiry_days == 7.0
     assert resolve_settings(project)[1] == []
-    assert set(COMBINE) <= set(Settings.__struct_fields__)
+    assert set(COMBINE) <= set(Settings.__struct_fields__) | set(LEAN_PROTECTIVE)
 
 
 def test_the_environment_wins_over_both_files(project, monkeypatch):
@@ -172,3 +175,63 @@ def test_stats_names_the_project_values_that_gave_way_in_one_line(project, capsy
     settings(project, {}, {"playbook_review": True})
     assert main(["stats"]) == 0
     assert "yours kept over" not in capsys.readouterr().out
+
+
+SHARES = ("playbook_collapse_max_removed_share", "playbook_collapse_max_shrink_share")
+
+
+@pytest.mark.parametrize(("user", "mine", "in_force"), [
+    (None, 0.9, 0.3),  # the default is the user's: the project cannot loosen the guard
+    (None, 1, 0.3),
+    (None, 0.1, 0.1),
+    (0.5, 0.8, 0.5),
+    (0.5, 0.2, 0.2),
+    (0.5, 0, 0.0),
+    (0.9, 0.6, 0.6),
+])
+def test_a_project_can_only_lower_the_collapse_guards_shares(project, user, mine, in_force):
+    for key in SHARES:
+        settings(project, {} if user is None else {key: user}, {key: mine})
+        assert getattr(lean_settings(project), key.removeprefix("playbook_collapse_")) == in_force, key
+
+
+def _wipe_cycle(project: Path, monkeypatch, name: str) -> list:
+    """One learning cycle whose curator deletes 10 of the 20 key points `seed_lessons` left."""
+    wipe = {"reasoning": "start over", "operations": [{"type": "DELETE", "target_id": f"pat-{i + 1:03d}"}
+                                                      for i in range(10)]}
+    transcript = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "projects" / "-project" / f"{name}.jsonl"
+    transcript.write_bytes((FIXTURES / "tool_use_resumed.jsonl").read_bytes())
+    with FakeAnthropic(curating([wipe])) as api:
+        use(api, monkeypatch)
+        request_learning(project, "SessionEnd", str(transcript), name)
+        return learn_pending(project)
+
+
+def test_a_project_cannot_loosen_the_collapse_guard_of_a_learning_cycle(project, monkeypatch):
+    """A repository that allows a reply to delete everything still has the reply held under the user's
+    guard; the user's own looser choice is the user's to make."""
+    repo = seed_lessons(project, 20)
+    settings(project, {}, dict.fromkeys(SHARES, 1))
+    outcomes = _wipe_cycle(project, monkeypatch, "s-1")
+    assert [o.status for o in outcomes] == ["completed"] and outcomes[0].detail.startswith("held: "), outcomes
+    assert "more than 30%" in outcomes[0].detail and len(repo.state().where) == 20
+    settings(project, dict.fromkeys(SHARES, 1), {})
+    assert [(o.status, o.detail) for o in _wipe_cycle(project, monkeypatch, "s-2")] == [("completed", "")]
+    assert len(repo.state().where) == 10
+
+
+def test_stats_names_a_collapse_share_that_gave_way(project, capsys, monkeypatch):
+    settings(project, {"playbook_collapse_max_shrink_share": 0.2},
+             {"playbook_collapse_max_removed_share": 0.9, "playbook_collapse_max_shrink_share": 0.5})
+    assert main(["stats"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if "project" in line and "settings" in line]
+    assert lines == ["settings: yours kept over the project's, which may only tighten them: "
+                     "playbook_collapse_max_removed_share 0.3 (project: 0.9), "
+                     "playbook_collapse_max_shrink_share 0.2 (project: 0.5)"]
+    assert main(["stats", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["settings_overridden"] == [
+        {"key": "playbook_collapse_max_removed_share", "project": 0.9, "in_force": 0.3},
+        {"key": "playbook_collapse_max_shrink_share", "project": 0.5, "in_force": 0.2}]
+    monkeypatch.setenv("PLAYBOOK_COLLAPSE_MAX_REMOVED_SHARE", "0.9")  # the environment wins over both files
+    assert lean_settings(project).max_removed_share == 0.9
+    assert [o.key for o in resolve_settings(project)[1]] == ["playbook_collapse_max_shrink_share"]

@@ -4,7 +4,8 @@ A repository's `.claude/playbook.settings.json` comes with code the user may not
 settings below it can move the user's choice toward the safer side, never away from it; where the
 user set nothing, the default is the user's choice. Every other setting is the project's when it
 gives one. Standard library only: `playbook.quick_hook` decides with this table before the log's
-machinery is imported, and `playbook.settings` merges with it.
+machinery is imported, `playbook.settings` merges the learning settings with it, and
+`projections.config.setting_number` the numeric settings the lean context reads.
 """
 
 from __future__ import annotations
@@ -32,6 +33,12 @@ def lower_limit(user: object, project: object) -> object:
     return user if project <= 0 else min(user, project)
 
 
+def lower_share(user: object, project: object) -> object:
+    """A share above which something is held back (0: hold it always): the lower of the two."""
+    assert isinstance(user, float) and isinstance(project, float)
+    return min(user, project)
+
+
 def both_lists(user: object, project: object) -> object:
     """A list of exclusions: the project's adds to the user's, never clears it."""
     assert isinstance(user, tuple) and isinstance(project, tuple)
@@ -47,5 +54,7 @@ COMBINE: dict[str, Callable[[object, object], object]] = {
     "playbook_daily_token_budget": lower_limit,
     "playbook_preferences_per_project": on_wins,
     "playbook_never_learn": both_lists,
+    "playbook_collapse_max_removed_share": lower_share,
+    "playbook_collapse_max_shrink_share": lower_share,
 }
 """Protective setting -> (the user's value, the project's) -> the value in force."""
