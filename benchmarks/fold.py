@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import hashlib
 import os
 import random
 import statistics
@@ -286,6 +287,16 @@ def raw_decode_lines(path: Path) -> int:
     return count
 
 
+def sha256_chunks(path: Path) -> str:
+    """SHA-256 of every byte, one hash, read as the fold reads it: the chain check's floor (no work per transaction)."""
+    digest = hashlib.sha256()
+    with open(path, "rb", buffering=0) as handle:
+        for buffer, size in WholeLines(handle):
+            with memoryview(buffer) as view:
+                digest.update(view[:size])
+    return digest.hexdigest()
+
+
 RAW_DECODERS: dict[str, Callable[[Path], int]] = {
     "decode_lines, 1 MiB chunks (the fold's reader)": raw_decode_chunks,
     "decode_lines, whole file": raw_decode_whole,
@@ -439,7 +450,8 @@ def bench_fold(table: Table, root: Path, size: int, reps: int, memory: bool) -> 
                   f"{info.bytes / 2**20:.0f} MiB, {info.live} live entries at the end)")
     table.row("generate (decide + stamp + encode_line)", f"{info.seconds:.1f} s",
               f"{_rate(info.events, info.seconds)} events/s; mix: {mix}")
-    runs: dict[str, list[tuple[float, float]]] = {"fold": [], "views": [], **{name: [] for name in RAW_DECODERS}}
+    runs: dict[str, list[tuple[float, float]]] = {"fold": [], "views": [], "sha": [],
+                                                  **{name: [] for name in RAW_DECODERS}}
     path.read_bytes()  # the page cache is warm for everyone alike
     reps = reps * 3 if size <= 200_000 else reps  # small logs are quick and noisier: more pairs
     for _ in range(reps):  # side by side, so the machine's noise hits all of them alike
@@ -447,6 +459,7 @@ def bench_fold(table: Table, root: Path, size: int, reps: int, memory: bool) -> 
         for name, fn in RAW_DECODERS.items():
             runs[name].append(_timed(lambda fn=fn: fn(path)))
         runs["views"].append(_timed(lambda: raw_decode_views(path)))
+        runs["sha"].append(_timed(lambda: sha256_chunks(path)))
     wall = {name: statistics.median(w for w, _c in times) for name, times in runs.items()}
     cpu = {name: statistics.median(c for _w, c in times) for name, times in runs.items()}
     best = min(RAW_DECODERS, key=wall.__getitem__)
@@ -468,10 +481,16 @@ def bench_fold(table: Table, root: Path, size: int, reps: int, memory: bool) -> 
     views_ratio = wall["views"] / wall["fold"]
     table.row("raw msgspec, decode_lines into the fold's views", f"{_rate(info.events, wall['views'])} events/s",
               f"{wall['views']:.2f} s; only the fields the fold reads; fold / this: {views_ratio:.2f}x")
+    # The fold's floor: decoding into its views and hashing every byte, with nothing else; raw decode / that
+    # is the ratio a fold with a free apply and no work per transaction would reach.
+    floor_ratio = wall[best] / (wall["views"] + wall["sha"])
+    table.row("SHA-256 of every byte, one hash (the chain's floor)", f"{wall['sha'] * 1000:.0f} ms",
+              f"{wall['sha'] / wall[best]:.2f}x the raw decode; raw decode / (views decode + this): {floor_ratio:.2f}x")
     figures: dict[str, Any] = {"events": info.events, "bytes": info.bytes, "transactions": info.transactions,
                                "fold_eps": info.events / wall["fold"], "raw_eps": info.events / wall[best],
                                "raw": best, "ratio": ratio, "cpu_ratio": cpu_ratio, "reps": reps,
-                               "paired_low": paired[0], "paired_high": paired[-1], "views_ratio": views_ratio}
+                               "paired_low": paired[0], "paired_high": paired[-1], "views_ratio": views_ratio,
+                               "sha_share": wall["sha"] / wall[best], "floor_ratio": floor_ratio}
     if memory:
         base = child_peak_rss_mb(None)
         peak = child_peak_rss_mb(path)

@@ -33,6 +33,9 @@ CHAIN_END = "chain-end"
 RATED = "mis-001"
 """An entry added at the start and never merged: about one rating in 300 (the entries alive) is one of its."""
 RAW_DECODE = "raw decode of every line (msgspec, full records)"
+FOLD = "fold of the whole log (decode into views, chain, apply)"
+SHA = "SHA-256 of every byte, one hash (the chain's floor)"
+"""Where a whole-log check's floor is, beside the raw decode: the fold it builds on, and hashing alone."""
 """What `history` is asked about to follow the merge chain: the name of the chain's newest entry."""
 
 
@@ -141,6 +144,20 @@ elif what == ["decode"]:  # msgspec decoding every line into its record, nothing
         for buffer, size in WholeLines(handle):
             with memoryview(buffer) as view:
                 result += len(record_decoder.decode_lines(view[:size]))
+elif what == ["sha"]:  # SHA-256 of every byte as the fold reads it, one hash: the chain's floor, no work per transaction
+    import hashlib
+    from eventlog.wholelines import WholeLines
+    digest = hashlib.sha256()
+    with open(os.path.join(sys.argv[1], "playbook.events.jsonl"), "rb", buffering=0) as handle:
+        for buffer, size in WholeLines(handle):
+            with memoryview(buffer) as view:
+                digest.update(view[:size])
+    result = digest.hexdigest()[:8]
+elif what == ["fold"]:  # the store's fold of the whole log (decode, chain, apply): what verify and stats build on
+    from pathlib import Path
+    from eventlog.domain import PlaybookState
+    from eventlog.store import fold_log
+    result = fold_log(Path(sys.argv[1], "playbook.events.jsonl"), PlaybookState())[1].seq
 else:
     from playbook.cli import main
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
@@ -189,7 +206,8 @@ def measure(events: int, keep: str | None = None, say=print) -> list[tuple[str, 
                  ("log -n 20", run(claude_dir, "log", "-n", "20"))]
         for _ in range(3):  # the whole-log checks beside a raw decode, interleaved: their ratio is the figure
             rows += [("verify", run(claude_dir, "verify")), ("stats", run(claude_dir, "stats")),
-                     (RAW_DECODE, run(claude_dir, "decode"))]
+                     (RAW_DECODE, run(claude_dir, "decode")), (FOLD, run(claude_dir, "fold")),
+                     (SHA, run(claude_dir, "sha"))]
         rows.append(("a plain read of the whole file", run(claude_dir, "raw")))
         return rows
 
