@@ -223,7 +223,7 @@ class _Builder:
         self.summary = _Series()
         self.usage: dict[str, list[Any]] = {}
         self.causes: dict[str, int] = dict.fromkeys(CAUSES, 0)
-        self.sessions: list[str] = []  # each transaction's session, oldest first
+        self.sessions: list[str] = []  # transactions' sessions, oldest first: the most recent ones at least
         self.cause_of_source: dict[str, tuple[Cause, Cause]] = {}
         self.last_at = ""
         self.total_tx = self.total_events = 0
@@ -341,7 +341,10 @@ class _Builder:
             self.calls = []
         self.causes[cause] += 1
         if session:
-            self.sessions.append(session)
+            sessions = self.sessions
+            sessions.append(session)
+            if len(sessions) >= 8 * RECENT_SESSIONS:  # only the most recent can still be shown: keep memory flat
+                sessions[:] = reversed(_recent(sessions, RECENT_SESSIONS))
         s = current.s
         events = len(ops)
         first_seq = seq - events if events else seq  # seqs run on without a gap

@@ -180,3 +180,18 @@ def test_a_rating_the_fast_road_does_not_expect_still_gives_the_strict_pass_page
     reference = build_strictly(repo.log_path)
     assert b'"so-so"' in reference.chunks[-1]
     same(build(repo.log_path), reference)
+
+
+@pytest.mark.parametrize("recent", [1, 2])
+def test_the_recent_sessions_are_the_strict_pass_ones_when_older_ones_are_let_go(every_cause, monkeypatch, recent):
+    import projections.pagedata
+
+    from . import pagedata_strict
+
+    sessions = [t.commit.session for t in LogReader(every_cause.log_path) if t.commit.session]
+    assert len(sessions) > 8 * recent and len(set(sessions)) < len(sessions)  # let go of at least once, repeats
+    monkeypatch.setattr(projections.pagedata, "RECENT_SESSIONS", recent)
+    monkeypatch.setattr(pagedata_strict, "RECENT_SESSIONS", recent)
+    reference = build_strictly(every_cause.log_path)
+    assert len(reference.head.sessions) == recent
+    same(build(every_cause.log_path), reference)
