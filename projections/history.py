@@ -6,11 +6,12 @@ found in one backward pass over the log by byte search, and what each event leav
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from eventlog import events as ev
 from eventlog import logformat
@@ -22,7 +23,6 @@ from eventlog.events import Event, TransactionCommitted
 from eventlog.registry import json_string
 from eventlog.store import Position, Transaction
 
-_WINDOW = 64 << 10
 _BACK_BLOCK = 1 << 20
 """A name stops being searched for at the end of the block that holds its creation: small blocks waste little."""
 _REGEX_FROM = 4
@@ -42,12 +42,12 @@ def damaged(path: Path, end: int) -> CorruptLogError:
 
 def mentioning(path: Path, name: str) -> dict[str, list[Transaction]]:
     """The committed transactions whose bytes hold `name`, or any entry merged into it, as a JSON string:
-    per name, oldest first.
+    per name, oldest first, each with the events of the lines that hold one of those names.
 
     Reads the file once, backwards from its last commit line, in blocks that begin and end at transaction
     boundaries: a merge is met before the entries it merged, so their names join the search as soon as it
-    is, and the blocks still ahead are searched for them too. A transaction that does not decode is damage,
-    reported with its line and byte."""
+    is, and the blocks still ahead are searched for them too. A line it reads (one that holds a name, or
+    the commit line of its transaction) that does not decode is damage, reported with its line and byte."""
     found: dict[str, dict[int, Transaction]] = {}
     needles: dict[str, bytes] = {}
     first = json_string(name)
@@ -60,59 +60,68 @@ def mentioning(path: Path, name: str) -> dict[str, list[Transaction]]:
     except (FileNotFoundError, NotADirectoryError):
         return {}
     with handle:
-        high = _last_commit_end(handle)
-        while high > 0:
-            low, data, begin = _block_before(handle, high)
-            _search_block(path, data, begin, low, needles, followed, found)
-            high = low + begin
+        for low, data, begin, end in _blocks(handle):
+            _search_block(path, data, begin, end, low, needles, followed, found)
     return {entry: [by_start[key] for key in sorted(by_start)] for entry, by_start in found.items()}
 
 
-def _last_commit_end(handle: IO[bytes]) -> int:
-    """The end of the file's last whole commit line (0 when it has none): what follows is an unfinished tail."""
-    size = os.fstat(handle.fileno()).st_size
-    high, window = size, _WINDOW
+def _blocks(handle: io.BufferedReader) -> Iterator[tuple[int, bytes, int, int]]:
+    """(low, data, begin, end) from the end of the file's last whole commit line back to its start: `data` holds
+    the file's bytes from `low`, `data[begin:end]` is whole transactions, and each block ends where the one
+    handed out before it begins. What follows the last whole commit line is an unfinished tail, never handed out.
+
+    Each byte is read once, in reads of one size (the allocator reuses their memory): a transaction cut by
+    the start of a read is handed out on its own, its head from that read and its end kept from the read
+    after it."""
+    high = os.fstat(handle.fileno()).st_size
+    kept, step, tail = b"", _BACK_BLOCK, True
     while high > 0:
-        low = max(high - window, 0)
+        low = max(high - step, 0)
         handle.seek(low)
-        data = handle.read(size - low)
-        at = data.rfind(logformat.NEWLINE_COMMIT)
-        if at >= 0:
-            end = data.find(b"\n", at + 1)
-            if end >= 0:
-                return low + end + 1
-            high = low + at + 1  # an unfinished commit line: look before it
-        elif low == 0:
-            if data.startswith(logformat.COMMIT) and (end := data.find(b"\n")) >= 0:
-                return end + 1
-            return 0
-        else:
-            high = low + len(logformat.NEWLINE_COMMIT)
-        window *= 2
-    return 0
+        chunk = handle.read(high - low)
+        high = low
+        if tail:  # the file's last bytes, and what of them a read before kept: cut at the last whole commit line
+            chunk, kept = chunk + kept, b""
+        first = 0 if low == 0 else _line_end(chunk, chunk.find(logformat.NEWLINE_COMMIT))
+        last = _last_commit_end(chunk, low == 0)
+        if last < 0 and low == 0 and not tail:  # the file's first transaction, its commit line in the bytes kept
+            yield 0, chunk + kept, 0, len(chunk) + len(kept)
+            return
+        if first < 0 or last < 0:  # no whole commit line: one transaction (or the tail) longer than the read
+            kept, step = chunk + kept, step * 2
+            continue
+        if tail:
+            tail = False
+        elif kept or last < len(chunk):
+            yield low + last, chunk[last:] + kept, 0, len(chunk) - last + len(kept)
+        if first < last:
+            yield low, chunk, first, last
+        kept, step = chunk[:first], _BACK_BLOCK
 
 
-def _block_before(handle: IO[bytes], high: int) -> tuple[int, bytes, int]:
-    """(low, data, begin): the bytes from `low` to `high` (a transaction boundary), where `data[begin:]` is
-    whole transactions and `low + begin` is the next boundary back (0 at the file's start)."""
-    size = _BACK_BLOCK
-    while True:
-        low = max(high - size, 0)
-        handle.seek(low)
-        data = handle.read(high - low)
-        if low == 0:
-            return 0, data, 0
-        at = data.find(logformat.NEWLINE_COMMIT)
-        if at >= 0:
-            end = data.find(b"\n", at + 1) + 1
-            if 0 < end < len(data):
-                return low, data, end
-        size *= 2  # one transaction longer than the block
+def _line_end(data: bytes, newline: int) -> int:
+    """The end of the line after the newline at `newline`: -1 when there is none, or it is not whole."""
+    if newline < 0:
+        return -1
+    return data.find(b"\n", newline + 1) + 1 or -1
 
 
-def _search_block(path: Path, data: bytes, begin: int, low: int, needles: dict[str, bytes], followed: set[str],
-                  found: dict[str, dict[int, Transaction]]) -> None:
-    """Add the transactions of `data[begin:]` that hold a needle to `found`, each with the events of its lines
+def _last_commit_end(data: bytes, whole: bool) -> int:
+    """The end of the last whole commit line of `data` (-1 when it has none); `whole`: `data` begins the file."""
+    at = data.rfind(logformat.NEWLINE_COMMIT)
+    while at >= 0:
+        end = data.find(b"\n", at + 1)
+        if end >= 0:
+            return end + 1
+        at = data.rfind(logformat.NEWLINE_COMMIT, 0, at)  # an unfinished commit line: look before it
+    if whole and data.startswith(logformat.COMMIT) and (end := data.find(b"\n")) >= 0:
+        return end + 1
+    return -1
+
+
+def _search_block(path: Path, data: bytes, begin: int, end: int, low: int, needles: dict[str, bytes],
+                  followed: set[str], found: dict[str, dict[int, Transaction]]) -> None:
+    """Add the transactions of `data[begin:end]` that hold a needle to `found`, each with the events of its lines
     that hold one; a merge into a name searched for adds its sources' names to `needles`, searched for in
     this block up to the merge's transaction and in every block before it.
 
@@ -124,16 +133,16 @@ def _search_block(path: Path, data: bytes, begin: int, low: int, needles: dict[s
     transactions: dict[int, tuple[int, list[int]]] = {}  # a transaction's start -> its end, the lines read
     named: dict[str, set[int]] = {}  # an entry -> the starts of the transactions that name it
     created: list[str] = []
-    pending = {needle: (entry, len(data)) for entry, needle in needles.items()}
+    pending = {needle: (entry, end) for entry, needle in needles.items()}
     while pending:
         arrived: dict[bytes, tuple[str, int]] = {}
-        for at, needle in _hits(data, begin, {needle: end for needle, (_entry, end) in pending.items()}):
+        for at, needle in _hits(data, begin, {needle: until for needle, (_entry, until) in pending.items()}):
             entry = pending[needle][0]
             line = data.rfind(b"\n", begin, at) + 1 or begin
             if (known := lines.get(line)) is None:
-                start, end = _transaction_bounds(data, begin, line)
-                known = lines[line] = _decode_line(path, data, line, low + end), start
-                transactions.setdefault(start, (end, []))[1].append(line)
+                start, stop = _transaction_bounds(data, begin, line)
+                known = lines[line] = _decode_line(path, data, line, low + stop), start
+                transactions.setdefault(start, (stop, []))[1].append(line)
                 if isinstance(known[0], _CREATING):
                     created.append(known[0].name)
             record, start = known
@@ -145,7 +154,7 @@ def _search_block(path: Path, data: bytes, begin: int, low: int, needles: dict[s
                         needles[source] = encoded
                         arrived[encoded] = (source, transactions[start][0])
         pending = arrived
-    read = {start: _transaction(path, data, start, end, held, lines, low) for start, (end, held) in transactions.items()}
+    read = {start: _transaction(path, data, start, stop, held, lines, low) for start, (stop, held) in transactions.items()}
     for entry, starts in named.items():
         found.setdefault(entry, {}).update((low + start, read[start]) for start in starts)
     first = next(iter(needles))  # the entry asked about: searched to the start
@@ -219,7 +228,9 @@ def _transaction_bounds(data: bytes, begin: int, at: int) -> tuple[int, int]:
         start = data.index(b"\n") + 1
     else:
         start = begin
-    return start, logformat.next_commit_end(data, line_start)
+    if not data.startswith(logformat.COMMIT, line_start):  # the transaction's commit line is further on
+        line_start = data.find(logformat.NEWLINE_COMMIT, line_start) + 1
+    return start, data.find(b"\n", line_start) + 1
 
 
 def entry_after(kp: KeyPoint | None, event: Event, name: str) -> KeyPoint | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -380,3 +381,38 @@ def _all(data: bytes, needle: bytes) -> list[int]:
         found.append(at)
         at = data.find(needle, at + 1)
     return found
+
+
+class _Counted(io.BufferedReader):
+    """A file whose reads are counted."""
+
+    read_bytes = 0
+
+    def read(self, size: int | None = -1) -> bytes:
+        got = super().read(size)
+        _Counted.read_bytes += len(got)
+        return got
+
+
+@settings(max_examples=150, deadline=None)
+@given(transactions=st.lists(st.lists(st.integers(0, 400), max_size=4), max_size=12),
+       tail=st.sampled_from([b"", b'{"type":"KeyPointAdded","seq"', b'{"type":"TransactionCommitted","seq":9']),
+       block=st.integers(1, 300))
+def test_the_backward_blocks_hand_out_every_whole_transaction_once_reading_each_byte_once(tmp_path_factory,
+                                                                                        transactions, tail, block):
+    lines = [b"".join(b'{"type":"KeyPointEvaluated","x":"' + b"a" * size + b'"}\n' for size in events)
+             + b'{"type":"TransactionCommitted","seq":%d}\n' % number for number, events in enumerate(transactions)]
+    path = tmp_path_factory.mktemp("blocks") / "log.jsonl"
+    path.write_bytes(b"".join(lines) + tail)
+    _Counted.read_bytes = 0
+    with _Counted(io.FileIO(path)) as handle:
+        original, history_module._BACK_BLOCK = history_module._BACK_BLOCK, block
+        try:
+            blocks = list(history_module._blocks(handle))
+        finally:
+            history_module._BACK_BLOCK = original
+    pieces = [data[begin:end] for _low, data, begin, end in blocks]
+    assert [low + begin for low, _data, begin, _end in blocks] == [sum(map(len, pieces[n + 1:])) for n in range(len(pieces))]
+    assert b"".join(reversed(pieces)) == b"".join(lines)
+    assert all(piece.endswith(b"}\n") and b'"TransactionCommitted"' in piece.splitlines()[-1] for piece in pieces)
+    assert _Counted.read_bytes <= path.stat().st_size
