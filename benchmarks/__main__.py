@@ -249,8 +249,8 @@ def show(report: Report, mode: dict[str, Any]) -> None:
                f"{_ms(figures['rendered'])} ({(figures['rendered'] - bare) * 1000:+.1f} ms above bare)", "context")
     report.row("the full command in its process (playbook.cli.main, imports included)", _ms(figures["inside"]),
                "context")
-    what = ("lagging a short tail (the full command, which keeps its text)" if figures["lagging"] is not None
-            else "written again (rendered and kept)")
+    what = ("lagging a short tail (folded forward without the command line, the text kept)"
+            if figures["lagging"] is not None else "written again (rendered and kept)")
     report.row(f"first show after one more append, playbook.json {what}",
                f"{_ms(figures['first_after_append'])}", "context")
     if figures["lagging"] is not None:

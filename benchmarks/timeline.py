@@ -246,8 +246,8 @@ def measure_show(size: int = 5000, runs: int = 10) -> dict[str, float]:
 
     Those print the text the first `show` kept (`playbook.show_text`); `rendered` is the launcher rendering it
     from a current playbook.json (no text kept yet). After one more append, a large playbook.json lags the log by
-    a short tail: `first_after_append` is the show that then runs the full command and keeps its text (one
-    sample per run, each after an append of its own), `lagging` the shows after it."""
+    a short tail: `first_after_append` is the show that then folds the tail (`playbook.folded_show`) and keeps
+    its text (one sample per run, each after an append of its own), `lagging` the shows after it."""
     import statistics
 
     from benchmarks.lean import seed_project
