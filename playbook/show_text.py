@@ -4,10 +4,10 @@ The text is kept as the full command prints it to a pipe, with where the bold sp
 one file serves both: it is rendered in colour and the escape sequences are taken out, which is exact
 because the only ones in it are those `Style.paint` writes (everything from the log went through `clean`,
 which escapes every control character). Its first line is the stamp it was rendered under (the inode, size
-and modification time of the log, of playbook.json and of this module's own source), the length of the
-text and the bold spans. A text whose stamp differs in anything from the files now (an append, a hand
-edit, a log replaced, another version of this code) or whose length is not the one recorded (a write a
-crash cut short) is never printed: the caller renders again.
+and modification time of the log, of playbook.json and of the sources that render it, and the interpreter's
+version), the length of the text and the bold spans. A text whose stamp differs in anything from the files
+now (an append, a hand edit, a log replaced, another version of this code) or whose length is not the one
+recorded (a write a crash cut short) is never printed: the caller renders again.
 
 It is written by whichever `show` rendered the playbook (the quick path from a current playbook.json, the
 full command after folding a lagging one), never by an append, which then costs nothing more; through a
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import time
 
 SHOW_NAME = "playbook.show.txt"
@@ -29,15 +30,19 @@ HEADER_BYTES = 4096
 """The longest first line read: the stamp, the text's length and its bold spans."""
 BOLD, RESET = b"\x1b[1m", b"\x1b[0m"
 LOG_NAME, SNAPSHOT_NAME = "playbook.events.jsonl", "playbook.json"
+RENDERERS = ("show_text.py", "quick_show.py", "report.py", "terminal.py", "safe_text.py")
+"""The sources that shape the text: a text rendered by other versions of them is rendered again."""
 FILE_MODE = 0o664 if os.environ.get("PLAYBOOK_SHARED_FILES", "").lower() not in ("", "0", "false", "no") else 0o600
 """`eventlog.files.FILE_MODE`, with the standard library alone: the two must agree."""
 
 
 def stamp(claude_dir: str) -> bytes | None:
     """What a text rendered now from `claude_dir`'s log and playbook.json is keyed to; None without both files."""
-    parts = [FORMAT]
+    parts = [FORMAT, b"%x" % sys.hexversion]  # another interpreter may class characters otherwise (`clean`)
+    here = os.path.dirname(__file__)
     try:
-        for path in (os.path.join(claude_dir, LOG_NAME), os.path.join(claude_dir, SNAPSHOT_NAME), __file__):
+        for path in (os.path.join(claude_dir, LOG_NAME), os.path.join(claude_dir, SNAPSHOT_NAME),
+                     *(os.path.join(here, name) for name in RENDERERS)):
             status = os.stat(path)
             parts.append(b"%d:%d:%d" % (status.st_ino, status.st_size, status.st_mtime_ns))
     except (OSError, ValueError):

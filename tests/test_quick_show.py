@@ -66,6 +66,7 @@ def full_painted(project: Path) -> bytes:
 def test_the_constants_are_the_full_commands():
     assert quick_show.SECTIONS == tuple(SECTION_SLUGS)
     assert quick_show.DRIVER_ATTRIBUTE == f"merge={share.DRIVER}".encode()
+    assert all((Path(show_text.__file__).parent / name).is_file() for name in show_text.RENDERERS)
 
 
 @pytest.mark.parametrize("color", [False, True])
@@ -171,13 +172,19 @@ def test_a_kept_text_is_never_printed_once_the_files_it_came_from_change(tmp_pat
     os.utime(repo.snapshot_path, ns=(1, 1))
     assert show_text.kept(claude, show_text.stamp(claude), False) is None
 
-    # Another version of this code.
+    # Another version of the code that renders it (a source the stamp covers, standing for one installed
+    # again), another interpreter.
     full_show(tmp_path)
     stamped = show_text.stamp(claude)
     assert show_text.kept(claude, stamped, False) is not None
-    monkeypatch.setattr(show_text, "__file__", quick_show.__file__)
+    assert "report.py" in show_text.RENDERERS and "quick_show.py" in show_text.RENDERERS
+    monkeypatch.setattr(show_text, "RENDERERS", (*show_text.RENDERERS[:-1], "launcher.py"))
     assert show_text.kept(claude, show_text.stamp(claude), False) is None
     monkeypatch.undo()
+    monkeypatch.setattr(sys, "hexversion", sys.hexversion + 1)
+    assert show_text.kept(claude, show_text.stamp(claude), False) is None
+    monkeypatch.undo()
+    assert show_text.kept(claude, show_text.stamp(claude), False) is not None
 
     # A write cut short, a header that does not add up.
     whole = kept_path(tmp_path).read_bytes()
