@@ -181,6 +181,29 @@ def check_run(buffer: Any, chunk: memoryview, end: int, running: Link) -> Link |
             return None
 
 
+def run_hash(buffer: Any, chunk: memoryview, end: int, running: Running) -> str | None:
+    """The position hash after `chunk[:end]`, whole lines that end with a commit line, when the chain holds over
+    them from `running` (one SHA-256 over each transaction, or one CRC-32 over the run in an old log's CRC-32
+    part); else None. `buffer` is the bytes under `chunk`, for searching."""
+    if isinstance(running, Link):
+        after = check_run(buffer, chunk, end, running)
+        return None if after is None else text(after)
+    h = h_at(buffer, end)
+    if h is None or h != extend(chunk[: end - CRC_TAIL], running):
+        return None
+    return text(extend(chunk[end - CRC_TAIL : end], h))
+
+
+def written_hash(buffer: Any, end: int) -> str | None:
+    """The position hash after the commit line ending (after its newline) at `end` of `buffer`, read from its `h`
+    as written and checked against nothing; None when it has no well-formed `h`."""
+    found = digest_at(buffer, end)
+    if found is not None:
+        return None if found.strip(b"0123456789abcdef") else found.decode()
+    h = h_at(buffer, end)
+    return None if h is None else text(extend(buffer[end - CRC_TAIL : end], h))
+
+
 def check_line(raw: bytes, running: Running, opens: bool = True) -> Running | None:
     """The running value after line `raw` (without its newline) when its `h` is right, else None.
 

@@ -30,8 +30,8 @@ from .events import Cause, Event, TransactionCommitted
 from . import registry
 from .evolve import apply_records, apply_transaction, commit_view, fold_views, fold_views_with
 from .files import DIR_MODE, FILE_MODE, SHARED_FILES, make_dirs
-from .logformat import (COMMIT, CRC_TAIL, DECODE_ERRORS, NEWLINE_COMMIT, Link, Running, check_run, commit_hash_after,
-                        decode_line, digest_at, encode_line, extend, feed, h_at, split_hash, start, text, upgraded)
+from .logformat import (COMMIT, DECODE_ERRORS, NEWLINE_COMMIT, Link, Running, commit_hash_after, decode_line, digest_at,
+                        encode_line, feed, run_hash, split_hash, start, text, upgraded)
 from .positions import Committed, Position, TornTail, Transaction, Written
 from .strict import StrictScan
 from .wholelines import CHUNK_SIZE, WholeLines
@@ -271,17 +271,15 @@ class LogReader:
         commit: Any = records[index] if index >= 0 else None
         if type(commit) is not commit_type or commit.seq != self.position.seq + index + 1:
             raise _Recheck(offset + size)
-        if isinstance(running, Link):
-            after = check_run(buffer, chunk, end, running)
-            if after is None:
-                raise _Recheck(offset + size)
-            hash_text = text(after)
-        else:
-            h = h_at(buffer, end)
-            if h is None or h != extend(chunk[: end - CRC_TAIL], running):
-                raise _Recheck(offset + size)
-            hash_text = text(extend(chunk[end - CRC_TAIL : end], h))
+        hash_text = self._chained(buffer, chunk, end, running)
+        if hash_text is None:
+            raise _Recheck(offset + size)
         return index, end, Position(offset + end, commit.seq, hash_text, self.position.line + index + 1)
+
+    def _chained(self, buffer: bytearray, chunk: memoryview, end: int, running: Running) -> str | None:
+        """The position hash after `chunk[:end]`, whole lines ending with a commit line, when the chain holds
+        over them from `running`; else None."""
+        return run_hash(buffer, chunk, end, running)
 
     def _transactions(self, records: list[Any], buffer: bytearray, offset: int) -> Iterator[Transaction]:
         """Split a checked run into its transactions; their commit lines are the buffer's, in order."""

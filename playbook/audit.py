@@ -23,6 +23,7 @@ from eventlog.events import LearningGivenUp, ModelCallRecorded, UnknownRecord
 from eventlog.evolve import apply_transaction
 from eventlog.registry import FAMILIES, SHORT_NAMES, TAGS, mentions, tag_of
 from eventlog.store import Committed, LogReader, Transaction
+from eventlog.wholecheck import parallel_fold
 from projections.repository import PlaybookRepository
 from projections.snapshot import playbook_dict
 from projections.revert import RevertPlan
@@ -319,9 +320,11 @@ def stats(repo: PlaybookRepository, top: int = 5, strict: bool = False) -> tuple
     One pass over the log: the store's fast fold, which checks the chain, shows the records it
     applies to the counting (light views; commits and model calls whole). `strict`: the strict
     reader's road (the verdicts are the same)."""
+    whole = (ModelCallRecorded, TransactionCommitted)
     state, tally = PlaybookState(), _Tally()
-    reader = LogReader(repo.log_path, strict=strict)
-    reader.fold(state, observe=tally.add, whole=(ModelCallRecorded, TransactionCommitted), seqs=True)
+    if strict or parallel_fold(repo.log_path, state, tally.add, whole) is None:
+        state, tally = PlaybookState(), _Tally()
+        LogReader(repo.log_path, strict=strict).fold(state, observe=tally.add, whole=whole, seqs=True)
     events = tally.events()
     learning = {**tally.learning, "pending": len(state.pending),
                 "waiting_for_retry": sum(1 for p in state.pending.values() if p.attempts)}

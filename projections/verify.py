@@ -14,6 +14,7 @@ import msgspec
 from eventlog.domain import PlaybookState
 from eventlog.errors import CorruptLogError
 from eventlog.store import LogReader, Position, fold_log
+from eventlog.wholecheck import parallel_fold
 
 from .repository import PlaybookRepository
 from .snapshot import claimed_position, may_lag, read_snapshot, render
@@ -53,18 +54,22 @@ def verify(repo: PlaybookRepository, strict: bool = False) -> Report:
     One pass on the store's fast path: a chunk's chain is checked with one call up to its last commit
     and every line's seq against its place, and anything it does not vouch for is read again line by
     line, which names the first damaged line, so the verdicts are those of `strict=True` (every line
-    checked on its own, the slow road; `tests/test_check_verdicts.py` compares the two)."""
+    checked on its own, the slow road; `tests/test_check_verdicts.py` compares the two). A large log's
+    chain is checked on another core while this one folds (`eventlog.wholecheck`), with the same verdicts."""
     path = repo.log_path
     report = Report(log=str(path), snapshot=str(repo.snapshot_path), problems=[], notes=[])
-    folded = PlaybookState()
+    folded, count = PlaybookState(), _Commits()
     state: PlaybookState | None = folded
-    reader = LogReader(path, strict=strict)
-    count = _Commits()
-    try:
-        reader.fold(folded, observe=count.add, seqs=True)
-    except CorruptLogError as exc:
-        report.problems.append(Problem(str(exc.path), exc.line, exc.offset, exc.reason))
-        state = None
+    reader = None if strict else parallel_fold(path, folded, count.add)
+    if reader is None:  # a small log, or the two-core road did not vouch for its result
+        folded, count = PlaybookState(), _Commits()
+        state = folded
+        reader = LogReader(path, strict=strict)
+        try:
+            reader.fold(folded, observe=count.add, seqs=True)
+        except CorruptLogError as exc:
+            report.problems.append(Problem(str(exc.path), exc.line, exc.offset, exc.reason))
+            state = None
     position = reader.position
     report.transactions = count.commits
     report.events = position.line - report.transactions

@@ -13,6 +13,7 @@ import msgspec
 import pytest
 
 import eventlog.store
+import eventlog.wholecheck
 from eventlog.errors import CorruptLogError
 from eventlog.logformat import COMMIT, stamp
 from eventlog.store import split_hash
@@ -130,15 +131,19 @@ def _outcome(call: Callable[[], object]) -> object:
         return ("CorruptLogError", exc.line, exc.offset, exc.reason)
 
 
+@pytest.mark.parametrize("cores", [1, 2], ids=["one-core", "two-cores"])
 @pytest.mark.parametrize("chunk", [None, 2048], ids=["chunk-default", "chunk-2k"])
 @pytest.mark.parametrize("damage", DAMAGES)
 @pytest.mark.parametrize("base", LOGS)
 def test_fast_and_strict_verdicts_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, base: str, damage: str,
-                                        chunk: int | None) -> None:
+                                        chunk: int | None, cores: int) -> None:
+    """`cores=2`: the chain checked by a forked child while the fold runs, as on a large log."""
     if base == "crc32" and damage in RESEALED:
         pytest.skip("resealing writes SHA-256 lines")
     if chunk is not None:
         monkeypatch.setattr(eventlog.store, "CHUNK_SIZE", chunk)
+    if cores == 2:
+        monkeypatch.setattr(eventlog.wholecheck, "PARALLEL_FROM", 0)
     claude = tmp_path / ".claude"
     claude.mkdir()
     log = claude / "playbook.events.jsonl"
