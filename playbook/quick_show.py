@@ -64,10 +64,10 @@ def _project(argv: list[str]) -> str | None:
 
 
 def _regular(path: str, limit: int | None = None) -> tuple[bytes, os.stat_result] | None:
-    """A regular file's bytes (its first line up to `limit` with one), never through a FIFO or device a
-    repository may carry, nor one over MAX_READ."""
+    """A regular file's bytes (its first line up to `limit` with one), never through a link, a FIFO or a device
+    a repository may carry (a link may lead out of the project: the full command says so), nor one over MAX_READ."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except (OSError, ValueError):
         return None
     with os.fdopen(fd, "rb") as handle:
@@ -96,7 +96,8 @@ def current_snapshot(project: str) -> dict[str, Any] | None:
         if header is None:
             return None
         size, mtime = header[0].split()[:2]  # then the settings stamp and the user-level playbook's mark
-        if os.stat(os.path.join(claude_dir, "playbook.events.jsonl")).st_size != int(size):
+        log = os.lstat(os.path.join(claude_dir, "playbook.events.jsonl"))
+        if not stat.S_ISREG(log.st_mode) or log.st_size != int(size):
             return None
         found = _regular(os.path.join(claude_dir, "playbook.json"))
         if found is None or found[1].st_mtime_ns != int(mtime):

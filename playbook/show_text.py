@@ -37,13 +37,18 @@ FILE_MODE = 0o664 if os.environ.get("PLAYBOOK_SHARED_FILES", "").lower() not in 
 
 
 def stamp(claude_dir: str) -> bytes | None:
-    """What a text rendered now from `claude_dir`'s log and playbook.json is keyed to; None without both files."""
+    """What a text rendered now from `claude_dir`'s log and playbook.json is keyed to; None unless both are
+    regular files (no link: the full command alone tells a link inside the project from one leading out)."""
     parts = [FORMAT, b"%x" % sys.hexversion]  # another interpreter may class characters otherwise (`clean`)
     here = os.path.dirname(__file__)
     try:
-        for path in (os.path.join(claude_dir, LOG_NAME), os.path.join(claude_dir, SNAPSHOT_NAME),
-                     *(os.path.join(here, name) for name in RENDERERS)):
-            status = os.stat(path)
+        for name in (LOG_NAME, SNAPSHOT_NAME):  # by lstat: a link, which may lead to another project's, is no source
+            status = os.lstat(os.path.join(claude_dir, name))
+            if not stat.S_ISREG(status.st_mode):
+                return None
+            parts.append(b"%d:%d:%d" % (status.st_ino, status.st_size, status.st_mtime_ns))
+        for name in RENDERERS:
+            status = os.stat(os.path.join(here, name))
             parts.append(b"%d:%d:%d" % (status.st_ino, status.st_size, status.st_mtime_ns))
     except (OSError, ValueError):
         return None

@@ -402,3 +402,21 @@ def test_the_kept_text_is_as_private_as_the_playbook_and_leaves_no_temporary_fil
     assert stat.S_IMODE(kept_path(tmp_path).stat().st_mode) == stat.S_IMODE((claude / "playbook.json").stat().st_mode)
     assert not stale.exists() and fresh.exists()
     assert sorted(p.name for p in claude.glob(f".{show_text.SHOW_NAME}.*")) == [fresh.name]
+
+
+def test_a_playbook_file_leading_out_of_the_project_is_never_read(tmp_path):
+    """A repository can carry `.claude` as a directory whose log, playbook.json and hook projection are links
+    to another project's: show then refuses them as the full command does, and prints nothing of that playbook."""
+    elsewhere = tmp_path / "elsewhere"
+    seed(elsewhere)
+    full_show(elsewhere)
+    project = tmp_path / "project"
+    (project / ".claude").mkdir(parents=True)
+    for name in ("playbook.events.jsonl", "playbook.json", "playbook.hook.json"):
+        assert (elsewhere / ".claude" / name).is_file()
+        (project / ".claude" / name).symlink_to(elsewhere / ".claude" / name)
+    assert quick_show.current_snapshot(str(project)) is None and quick_show.text(str(project), False) is None
+    for module in (False, True):
+        done = launched(project, "show", module=module)
+        assert done.returncode == 1 and "outside the project" in done.stderr and "plain ascii" not in done.stdout
+    assert not kept_path(project).exists()
