@@ -165,21 +165,25 @@ else:
     assert code == 0, code
     result = code
 elapsed = time.perf_counter() - started
+import resource  # CPU of this process and of any child it waited for (a whole-log check's chain on the other core)
+cpu = sum(u.ru_utime + u.ru_stime for u in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
 peak = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM")) / 1024
-print(f"{elapsed:.3f} {peak:.1f} {result}")
+print(f"{elapsed:.3f} {peak:.1f} {result} {cpu:.3f}")
 """
 
 
-def run(claude_dir: Path, *args: str) -> tuple[float, float, str]:
-    """Seconds (imports included), peak RSS and result of one `playbook` command (or "raw") in a fresh process."""
+def run(claude_dir: Path, *args: str) -> tuple[float, float, str, float]:
+    """Seconds (imports included), peak RSS, result and CPU seconds (its children's included) of one `playbook`
+    command (or "raw") in a fresh process."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # as installed: bytecode cached
     out = subprocess.run([sys.executable, "-c", QUERY, str(claude_dir), *args], capture_output=True, text=True,
                          check=True, env=env).stdout.split()
-    return float(out[0]), float(out[1]), out[2]
+    return float(out[0]), float(out[1]), out[2], float(out[3])
 
 
-def measure(events: int, keep: str | None = None, say=print) -> list[tuple[str, tuple[float, float, str]]]:
-    """Generate a log of `events` events and time each query in a fresh process: (name, (seconds, peak MB, result))."""
+def measure(events: int, keep: str | None = None, say=print) -> list[tuple[str, tuple[float, float, str, float]]]:
+    """Generate a log of `events` events and time each query in a fresh process:
+    (name, (seconds, peak MB, result, CPU seconds))."""
     with tempfile.TemporaryDirectory(prefix="bench-timeline-") as tmp:
         claude_dir = Path(keep or tmp) / ".claude"
         claude_dir.mkdir(parents=True, exist_ok=True)
@@ -217,9 +221,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--keep", help="generate into this directory and keep it")
     args = parser.parse_args(argv)
-    for name, (seconds, peak, result) in measure(args.events, args.keep):
+    for name, (seconds, peak, result, cpu) in measure(args.events, args.keep):
         verdict = "met" if seconds < 1 and peak < 200 else "NOT met"
-        print(f"  {name:<46} {seconds * 1000:8.0f} ms   peak {peak:6.1f} MB   ({result})  target <1 s, <200 MB: {verdict}")
+        print(f"  {name:<46} {seconds * 1000:8.0f} ms (CPU {cpu * 1000:6.0f} ms)   peak {peak:6.1f} MB   ({result})  "
+              f"target <1 s, <200 MB: {verdict}")
     return 0
 
 

@@ -112,6 +112,8 @@ class LogReader:
     resumes after the chunk it could not vouch for.
     """
 
+    _apply = staticmethod(apply_records)
+
     def __init__(self, path: Path, start: Position = Position(), strict: bool = False) -> None:
         self.path = path
         self.position = start
@@ -184,7 +186,7 @@ class LogReader:
                         for records, _buffer, _offset in self._fast(handle, decoder, commit_type, until):
                             if seqs and not _consecutive(records, self.position.seq + 1):
                                 raise _Recheck()  # nothing of the run applied: the strict road names the line
-                            apply_records(state, records)
+                            self._apply(state, records)
                             if observe is not None:
                                 observe(records)
                         if self._stopped or self.torn is None:

@@ -19,10 +19,15 @@ from __future__ import annotations
 
 import os
 import signal
+from operator import countOf
 from pathlib import Path
+from typing import Any
+
+import msgspec
 
 from .domain import PlaybookState
 from .logformat import COMMIT, NEWLINE_COMMIT, Link, Running, digest_at, feed, run_hash, start, upgraded, written_hash
+from .positions import Position
 from .store import LogReader, Observer
 from .wholelines import WholeLines
 
@@ -36,6 +41,14 @@ class _ChainElsewhere(LogReader):
 
     def _chained(self, buffer: bytearray, chunk: memoryview, end: int, running: Running) -> str | None:
         return written_hash(buffer, end)
+
+
+class _CountOnly(_ChainElsewhere):
+    """`_ChainElsewhere` whose fast road applies nothing: its caller only counts what it is shown."""
+
+    @staticmethod
+    def _apply(state: PlaybookState, records: list[Any]) -> None:
+        pass
 
 
 def chain_reach(path: Path, offset: int, hash_text: str, end: int) -> tuple[int, str] | None:
@@ -78,12 +91,14 @@ def chain_reach(path: Path, offset: int, hash_text: str, end: int) -> tuple[int,
 
 
 def parallel_fold(path: Path, state: PlaybookState, observe: Observer | None = None,
-                  whole: tuple[type, ...] = ()) -> LogReader | None:
+                  whole: tuple[type, ...] = (), apply: bool = True) -> LogReader | None:
     """Fold the whole log into `state` as `LogReader.fold(..., seqs=True)` does, the chain checked by a forked
     child: the reader (its `position` and `torn` set) when every check held, else None, and then `state` and
     what `observe` saw are to be thrown away and the log folded again with a `LogReader`.
 
-    None at once, nothing folded, for a log under `PARALLEL_FROM` bytes or where `fork` is unavailable."""
+    `apply=False`: every check, and `observe` shown every record, but nothing applied (`state` is not the
+    log's). None at once, nothing folded, for a log under `PARALLEL_FROM` bytes or where `fork` is
+    unavailable."""
     try:
         size = os.stat(path).st_size
     except OSError:
@@ -107,7 +122,7 @@ def parallel_fold(path: Path, state: PlaybookState, observe: Observer | None = N
         finally:
             os._exit(code)
     os.close(send)
-    reader = _ChainElsewhere(path)
+    reader = _ChainElsewhere(path) if apply else _CountOnly(path)
     reply, status = b"", -1
     try:
         reader.fold(state, observe=observe, whole=whole, seqs=True)
@@ -153,3 +168,75 @@ def _kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+def halves_fold(path: Path, middle_state: PlaybookState, middle: Position, observe: Observer | None = None
+                ) -> tuple[LogReader, PlaybookState, int] | None:
+    """Fold the whole log on two cores, split at `middle`, a position whose state is said to be `middle_state`
+    (a checkpoint): (the reader of the second half, the state at the log's end, the transactions before
+    `middle`) when every check held, else None, and then what `observe` saw is to be thrown away and the log
+    folded again with a `LogReader`.
+
+    A forked child folds the log up to `middle` from its start as `LogReader.fold(..., seqs=True)` does and
+    vouches only when it reaches exactly `middle` (its hash, seq and line) with a state that encodes to the
+    same bytes as `middle_state`, dict order included; the parent meanwhile folds, with every check, from
+    `middle` to the end, shown to `observe`. Every byte is checked by one of the two, from a start the other
+    proved. None at once, nothing folded, for a log under `PARALLEL_FROM` bytes or where `fork` is
+    unavailable."""
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return None
+    if size < PARALLEL_FROM or not hasattr(os, "fork") or not 0 < middle.offset <= size:
+        return None
+    expected = msgspec.msgpack.encode(middle_state)
+    receive, send = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(receive)
+        os.close(send)
+        return None
+    if pid == 0:  # the child: never returns into the caller's code
+        code = 1
+        try:
+            os.close(receive)
+            os.write(send, _first_half(path, middle, expected))
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(send)
+    state = msgspec.msgpack.decode(expected, type=PlaybookState)
+    reader = LogReader(path, middle)
+    reply, status = b"", -1
+    try:
+        reader.fold(state, observe=observe, seqs=True)
+        reply = _read_all(receive)
+    except Exception:
+        return None  # the single-process road names the damage, wherever it is
+    finally:
+        os.close(receive)
+        if not reply:
+            _kill(pid)
+        status = os.waitpid(pid, 0)[1]
+    if status != 0 or not reply.isdigit():
+        return None
+    return reader, state, int(reply)
+
+
+def _first_half(path: Path, middle: Position, expected: bytes) -> bytes:
+    """The child's reply: the number of transactions before `middle`, when the log's fold reaches it with the
+    state `expected` encodes; "-" otherwise."""
+    state, commits = PlaybookState(), [0]
+
+    def count(records: list[Any]) -> None:
+        commits[0] += countOf(map(type, records), type(records[-1]))  # a run ends with a commit
+
+    reader = LogReader(path)
+    try:
+        reader.fold(state, until=middle.offset, observe=count, seqs=True)
+    except Exception:
+        return b"-"
+    if reader.position != middle or msgspec.msgpack.encode(state) != expected:
+        return b"-"
+    return b"%d" % commits[0]

@@ -314,17 +314,46 @@ def _top(state: PlaybookState, top: int, key: Callable[[KeyPoint], tuple[int, in
             for _key, section, kp in ranked[:top]]
 
 
+_WHOLE = (ModelCallRecorded, TransactionCommitted)
+"""What the counting sees as the records themselves (the rest as the fold's light views)."""
+
+
+def _two_cores(repo: PlaybookRepository) -> tuple[PlaybookState, _Tally] | None:
+    """The playbook at the log's end and the counts over the log, on a large log's two-core road
+    (`eventlog.wholecheck`: the chain checked on another core, every seq here); None when it does not vouch
+    for its result (or the log is small), and then the single-process road gives the verdict.
+
+    With a playbook.json that every reader trusts, the log is counted and not applied: its state is that
+    snapshot's with the short tail after it folded."""
+    state, position = repo.checkpoint()
+    tally = _Tally()
+    if not position.offset:
+        state = PlaybookState()
+        return (state, tally) if parallel_fold(repo.log_path, state, tally.add, _WHOLE) is not None else None
+    reader = parallel_fold(repo.log_path, PlaybookState(), tally.add, _WHOLE, apply=False)
+    if reader is None:
+        return None
+    tail = LogReader(repo.log_path, position)
+    try:
+        tail.fold(state, until=reader.position.offset)
+    except PlaybookError:
+        return None
+    return (state, tally) if tail.position == reader.position else None
+
+
 def stats(repo: PlaybookRepository, top: int = 5, strict: bool = False) -> tuple[Stats, UsageReport]:
     """Counts over the whole log, the playbook at its end, and what learning's model calls used.
 
     One pass over the log: the store's fast fold, which checks the chain, shows the records it
-    applies to the counting (light views; commits and model calls whole). `strict`: the strict
-    reader's road (the verdicts are the same)."""
-    whole = (ModelCallRecorded, TransactionCommitted)
-    state, tally = PlaybookState(), _Tally()
-    if strict or parallel_fold(repo.log_path, state, tally.add, whole) is None:
+    applies to the counting (light views; commits and model calls whole). On a large log the chain is
+    checked on another core, and a trusted playbook.json spares the fold (`_two_cores`). `strict`: the
+    strict reader's road (the verdicts are the same)."""
+    found = None if strict else _two_cores(repo)
+    if found is None:
         state, tally = PlaybookState(), _Tally()
-        LogReader(repo.log_path, strict=strict).fold(state, observe=tally.add, whole=whole, seqs=True)
+        LogReader(repo.log_path, strict=strict).fold(state, observe=tally.add, whole=_WHOLE, seqs=True)
+    else:
+        state, tally = found
     events = tally.events()
     learning = {**tally.learning, "pending": len(state.pending),
                 "waiting_for_retry": sum(1 for p in state.pending.values() if p.attempts)}

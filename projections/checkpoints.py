@@ -64,7 +64,7 @@ def save(directory: Path, state: PlaybookState, position: Position, log: Path | 
 def nearest(directory: Path, log: Path, seq: int, after: int = 0) -> Checkpoint | None:
     """The latest checkpoint at or before `seq` (and past `after`) that still matches the log."""
     try:
-        found = [(at, name) for name in os.listdir(directory) if (at := _seq_of(name)) is not None]
+        found = [(at, name) for name in os.listdir(directory) if (at := seq_of(name)) is not None]
     except OSError:
         return None
     for at, name in sorted(found, reverse=True):
@@ -80,7 +80,7 @@ def nearest(directory: Path, log: Path, seq: int, after: int = 0) -> Checkpoint 
     return None
 
 
-def _seq_of(name: str) -> int | None:
+def seq_of(name: str) -> int | None:
     """The seq of a checkpoint file's name (`50000.msgpack`, as `save` writes it), or None for any other
     file in the directory (the commit index, a stray `².msgpack`): those are not checkpoints."""
     stem, _, extension = name.partition(".")

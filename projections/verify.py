@@ -5,6 +5,7 @@ Reports the exact file, line and byte of any damage; never changes a file.
 
 from __future__ import annotations
 
+import os
 from operator import countOf
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,10 @@ import msgspec
 from eventlog.domain import PlaybookState
 from eventlog.errors import CorruptLogError
 from eventlog.store import LogReader, Position, fold_log
-from eventlog.wholecheck import parallel_fold
+from eventlog import wholecheck
+from eventlog.wholecheck import halves_fold, parallel_fold
+
+from .checkpoints import CHECKPOINT_DIR, Checkpoint, nearest, seq_of
 
 from .repository import PlaybookRepository
 from .snapshot import claimed_position, may_lag, read_snapshot, render
@@ -54,14 +58,16 @@ def verify(repo: PlaybookRepository, strict: bool = False) -> Report:
     One pass on the store's fast path: a chunk's chain is checked with one call up to its last commit
     and every line's seq against its place, and anything it does not vouch for is read again line by
     line, which names the first damaged line, so the verdicts are those of `strict=True` (every line
-    checked on its own, the slow road; `tests/test_check_verdicts.py` compares the two). A large log's
-    chain is checked on another core while this one folds (`eventlog.wholecheck`), with the same verdicts."""
+    checked on its own, the slow road; `tests/test_check_verdicts.py` compares the two). A large log is
+    checked on two cores (`_two_cores`), with the same verdicts."""
     path = repo.log_path
     report = Report(log=str(path), snapshot=str(repo.snapshot_path), problems=[], notes=[])
-    folded, count = PlaybookState(), _Commits()
-    state: PlaybookState | None = folded
-    reader = None if strict else parallel_fold(path, folded, count.add)
-    if reader is None:  # a small log, or the two-core road did not vouch for its result
+    count = _Commits()
+    state: PlaybookState | None
+    found = None if strict else _two_cores(repo, count)
+    if found is not None:
+        reader, state = found
+    else:  # a small log, or the two-core road did not vouch for its result
         folded, count = PlaybookState(), _Commits()
         state = folded
         reader = LogReader(path, strict=strict)
@@ -90,6 +96,44 @@ def verify(repo: PlaybookRepository, strict: bool = False) -> Report:
     if state is not None:
         _check_snapshot(repo, state, position, report)
     return report
+
+
+def _two_cores(repo: PlaybookRepository, count: _Commits) -> tuple[LogReader, PlaybookState] | None:
+    """The whole log folded and checked on two cores (`eventlog.wholecheck`), `count` told its transactions:
+    split at a checkpoint near its middle, each half folded by one core, or else its chain checked on the
+    other core. None for a small log or when the result is not vouched for (`count` is then to be reset)."""
+    middle = _middle(repo)
+    if middle is not None:
+        found = halves_fold(repo.log_path, middle.state, middle.position, count.add)
+        if found is not None:
+            reader, state, before = found
+            count.commits += before
+            return reader, state
+        count.commits = 0
+    state = PlaybookState()
+    chained = parallel_fold(repo.log_path, state, count.add)
+    return None if chained is None else (chained, state)
+
+
+def _middle(repo: PlaybookRepository) -> Checkpoint | None:
+    """The checkpoint nearest the log's middle (by seq, from the last checkpoint's) that still matches it."""
+    directory = repo.claude_dir / CHECKPOINT_DIR
+    try:
+        size = repo.log_path.stat().st_size
+        if size < wholecheck.PARALLEL_FROM:
+            return None
+        seqs = [seq for name in os.listdir(directory) if (seq := seq_of(name)) is not None]
+    except OSError:
+        return None
+    if not seqs:
+        return None
+    # Seqs are not spread evenly over the bytes: one guess, then one more from where the first one fell.
+    found = nearest(directory, repo.log_path, max(seqs) // 2)
+    if found is not None and found.position.offset:
+        better = nearest(directory, repo.log_path, found.position.seq * size // (2 * found.position.offset))
+        if better is not None and abs(better.position.offset * 2 - size) < abs(found.position.offset * 2 - size):
+            found = better
+    return found
 
 
 class _Commits:

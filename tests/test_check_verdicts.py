@@ -14,6 +14,7 @@ import pytest
 
 import eventlog.store
 import eventlog.wholecheck
+from tests.test_wholecheck import keep_checkpoint
 from eventlog.errors import CorruptLogError
 from eventlog.logformat import COMMIT, stamp
 from eventlog.store import split_hash
@@ -137,15 +138,16 @@ def _outcome(call: Callable[[], object]) -> object:
 @pytest.mark.parametrize("base", LOGS)
 def test_fast_and_strict_verdicts_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, base: str, damage: str,
                                         chunk: int | None, cores: int) -> None:
-    """`cores=2`: the chain checked by a forked child while the fold runs, as on a large log."""
+    """`cores=2`: a large log's roads, each half folded by one core, or the chain checked by a forked child."""
     if base == "crc32" and damage in RESEALED:
         pytest.skip("resealing writes SHA-256 lines")
     if chunk is not None:
         monkeypatch.setattr(eventlog.store, "CHUNK_SIZE", chunk)
-    if cores == 2:
+    if cores == 2:  # the log is split at a checkpoint of its undamaged middle
         monkeypatch.setattr(eventlog.wholecheck, "PARALLEL_FROM", 0)
+        keep_checkpoint(tmp_path / ".claude", LOGS[base].read_bytes())
     claude = tmp_path / ".claude"
-    claude.mkdir()
+    claude.mkdir(exist_ok=True)
     log = claude / "playbook.events.jsonl"
     raw = LOGS[base].read_bytes()
     log.write_bytes(DAMAGES[damage](raw))

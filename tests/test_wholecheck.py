@@ -18,8 +18,9 @@ import eventlog.wholecheck
 from eventlog.domain import PlaybookState
 from eventlog.logformat import COMMIT
 from eventlog.store import LogReader
-from eventlog.wholecheck import _ChainElsewhere, parallel_fold
+from eventlog.wholecheck import _ChainElsewhere, halves_fold, parallel_fold
 from playbook.audit import stats
+from projections.checkpoints import CHECKPOINT_DIR, Checkpoint
 from projections.repository import PlaybookRepository
 from projections.verify import verify
 
@@ -132,3 +133,85 @@ def test_a_small_log_never_forks(repo: PlaybookRepository, monkeypatch: pytest.M
     monkeypatch.setattr(os, "fork", no_fork)
     assert parallel_fold(repo.log_path, PlaybookState()) is None
     assert verify(repo).transactions > 0
+
+
+def keep_checkpoint(claude: Path, raw: bytes, edit: Any = None) -> Checkpoint:
+    """A checkpoint of the log `raw` at the commit nearest its middle, written where the project keeps them."""
+    head, _tail = _split(raw)
+    whole = claude.parent / "whole.jsonl"
+    whole.write_bytes(raw)
+    state = PlaybookState()
+    reader = LogReader(whole)
+    reader.fold(state, until=len(head))
+    assert reader.position.offset == len(head)
+    if edit is not None:
+        edit(state)
+    kept = Checkpoint(state=state, position=reader.position)
+    directory = claude / CHECKPOINT_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / f"{reader.position.seq}.msgpack").write_bytes(msgspec.msgpack.encode(kept))
+    return kept
+
+
+def test_the_halves_road_vouches_for_a_whole_log(repo: PlaybookRepository) -> None:
+    kept = keep_checkpoint(repo.claude_dir, GOLDEN.read_bytes())
+    found = halves_fold(repo.log_path, kept.state, kept.position)
+    single, state = LogReader(repo.log_path), PlaybookState()
+    single.fold(state, seqs=True)
+    assert found is not None
+    reader, folded, before = found
+    assert reader.position == single.position and folded == state and 0 < before < 40
+    assert (msgspec.to_builtins(verify(repo)), msgspec.to_builtins(stats(repo))) == _single(repo)
+
+
+def _bumped(state: PlaybookState) -> None:
+    section, kp = next(iter(state.entries()))
+    kp.helpful += 1
+
+
+def test_a_checkpoint_that_is_not_the_fold_is_not_trusted(repo: PlaybookRepository) -> None:
+    kept = keep_checkpoint(repo.claude_dir, GOLDEN.read_bytes(), _bumped)
+    assert halves_fold(repo.log_path, kept.state, kept.position) is None
+    assert msgspec.to_builtins(verify(repo)) == _single(repo)[0]
+
+
+def test_a_killed_first_half_leaves_the_verdict_to_the_single_process_road(
+        repo: PlaybookRepository, monkeypatch: pytest.MonkeyPatch) -> None:
+    kept = keep_checkpoint(repo.claude_dir, GOLDEN.read_bytes())
+    parent = os.getpid()
+
+    def killed(*args: Any) -> bytes:
+        if os.getpid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+        raise AssertionError("the first half is folded in the child")
+
+    monkeypatch.setattr(eventlog.wholecheck, "_first_half", killed)
+    assert halves_fold(repo.log_path, kept.state, kept.position) is None
+    assert msgspec.to_builtins(verify(repo)) == _single(repo)[0]
+
+
+@pytest.mark.parametrize("lag", [False, True], ids=["current", "lagging"])
+def test_stats_counts_the_log_and_takes_the_playbook_from_a_trusted_snapshot(
+        repo: PlaybookRepository, monkeypatch: pytest.MonkeyPatch, lag: bool) -> None:
+    import playbook.audit
+
+    head, tail = _split(GOLDEN.read_bytes())
+    repo.log_path.write_bytes(head if lag else head + tail)
+    repo.rebuild()
+    if lag:
+        with open(repo.log_path, "ab") as handle:
+            handle.write(tail)
+    expected = _single(repo)[1]
+    roads: list[bool] = []
+    fold = playbook.audit.parallel_fold
+
+    def seen(*args: Any, apply: bool = True) -> Any:
+        roads.append(apply)
+        return fold(*args, apply=apply)
+
+    monkeypatch.setattr(playbook.audit, "parallel_fold", seen)
+    assert msgspec.to_builtins(stats(repo)) == expected
+    assert roads == [False]  # counted, not applied
+    repo.snapshot_path.write_bytes(repo.snapshot_path.read_bytes().replace(b'"helpful": 0', b'"helpful": 9', 1))
+    assert msgspec.to_builtins(stats(repo)) == expected  # edited by hand: not trusted, the log folded
+    assert roads == [False, True]
