@@ -75,22 +75,24 @@ def user_mark(claude_dir: str) -> str:
 def _fast(claude_dir: str, user_level: bool = False) -> "bytes | None":  # a string: any Python 3 runs this
     """The hook output if the projection is current, else None.
 
-    A project's `.claude` that leads out of the project is never read. The user-level directory lives
-    outside every project by design: there no link is followed, out of it or anywhere else."""
+    A project's `.claude` that leads out of the project is never read. No link in it is followed either: a
+    repository can carry the projection, the log and playbook.json as links to another project's, which the
+    full hook refuses (a link inside the project it follows). The user-level directory lives outside every
+    project by design: there no link is followed, out of it or anywhere else."""
     if not user_level and claude_outside(os.path.dirname(claude_dir)) is not None:
         return None
     try:
-        data = read_capped(os.path.join(claude_dir, INJECTION_NAME), MAX_PROJECTION_BYTES,
-                           os.O_NOFOLLOW if user_level else 0)
+        data = read_capped(os.path.join(claude_dir, INJECTION_NAME), MAX_PROJECTION_BYTES, os.O_NOFOLLOW)
         if data is None:
             return None
         header, _, output = data.partition(b"\n")
         size, mtime, stamp, user = header.split()
         log_size, snapshot_mtime = int(size), int(mtime)
-        status = os.lstat if user_level else os.stat
-        if status(os.path.join(claude_dir, "playbook.events.jsonl")).st_size != log_size:
+        log = os.lstat(os.path.join(claude_dir, "playbook.events.jsonl"))
+        if not stat.S_ISREG(log.st_mode) or log.st_size != log_size:
             return None
-        if status(os.path.join(claude_dir, "playbook.json")).st_mtime_ns != snapshot_mtime:
+        snapshot = os.lstat(os.path.join(claude_dir, "playbook.json"))
+        if not stat.S_ISREG(snapshot.st_mode) or snapshot.st_mtime_ns != snapshot_mtime:
             return None
         if stamp.decode() != settings_stamp(os.path.dirname(claude_dir)):
             return None

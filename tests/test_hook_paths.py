@@ -318,3 +318,18 @@ def test_a_learning_hook_writes_no_git_hook_through_a_link_out_of_the_repository
     assert script.read_text() == "#!/bin/sh\necho deploying\n"
     config = subprocess.run(["git", "config", "--get", "merge.playbook.driver"], cwd=project, capture_output=True)
     assert b"merge-driver" in config.stdout  # the driver itself is registered
+
+
+def test_a_projection_log_and_playbook_linked_to_another_projects_are_never_injected(tmp_path: Path) -> None:
+    """A repository can carry `.claude` as a directory whose playbook files link to another project's: the
+    fast path refuses them as the full hook does, and nothing of that playbook reaches the session."""
+    other, _, env = _seeded(tmp_path)
+    first = _run_hook("SessionStart", other, env, b'{"source": "startup"}')
+    assert b"use pathlib" in first.stdout, first
+    project = tmp_path / "repository"
+    (project / ".claude").mkdir(parents=True)
+    for name in ("playbook.events.jsonl", "playbook.json", "playbook.hook.json"):
+        (project / ".claude" / name).symlink_to(other / ".claude" / name)
+    done = _run_hook("SessionStart", project, {**env, "CLAUDE_PROJECT_DIR": str(project)}, b'{"source": "startup"}')
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done
+    assert b"use pathlib" not in done.stdout and b"is a link" in done.stderr, done
