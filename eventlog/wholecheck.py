@@ -1,4 +1,5 @@
-"""A whole-log check's fold with the chain checked on another core.
+"""A whole-log check's fold on two cores: each half of the log folded by one (`halves_fold`), or the chain
+checked on the other (`parallel_fold`).
 
 The chain needs nothing but the log's bytes: each transaction's hash is seeded by the `h`
 of the commit line before it as written. So a forked child checks the chain of the file
@@ -10,7 +11,9 @@ the child does not vouch for, a child that died, an error of any kind in the par
 result is thrown away and the caller folds again on the single-process road, which names
 the first damaged line. So the verdicts are that road's.
 
-Only the whole-log checks (`verify`, `stats`) take this road; no reader mode exposes it.
+Split at a checkpoint, each half is folded with every check by one core, the child proving that the
+checkpoint is its half's fold. Only the whole-log checks (`verify`, `stats`) take these roads; no
+reader mode exposes them.
 A log under `PARALLEL_FROM` bytes, or a platform without `fork`, keeps the single-process
 road: a fork costs more than it saves there.
 """
