@@ -70,14 +70,18 @@ def _outside(claude_dir: str, project: str) -> bool:
     return not (target == base or target.startswith(os.path.join(base, "")))
 
 
-def _index(project: str) -> bytes | None:
-    """The index after its header, if it reflects the log and settings as they are now."""
+def _index(project: str, follow: bool = False) -> bytes | None:
+    """The index after its header, if it reflects the log and settings as they are now; through links only
+    with `follow`, once `playbook.project.claude_dir` has found that none leads out of the project."""
     claude_dir = os.path.join(project, ".claude")
     if _outside(claude_dir, project):  # nothing is read there; SessionStart says why
         return None
-    # Non-blocking, and a regular file only: a repository can carry this name as a link to a FIFO
-    # (an open that never returns) or to a device.
-    with os.fdopen(os.open(os.path.join(claude_dir, RECALL_NAME), os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
+    # Non-blocking, a regular file only and no link: a repository can carry this name as a link to a FIFO
+    # (an open that never returns), to a device, or with the log and playbook.json to another project's
+    # files (which the full hook refuses as leading out of the project).
+    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW)
+    status = os.stat if follow else os.lstat
+    with os.fdopen(os.open(os.path.join(claude_dir, RECALL_NAME), flags), "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             return None
         data = handle.read(MAX_INDEX_BYTES + 1)
@@ -85,9 +89,11 @@ def _index(project: str) -> bytes | None:
         return None
     header, _, body = data.partition(b"\n")
     size, mtime, stamp = header.split()
-    if os.stat(os.path.join(claude_dir, "playbook.events.jsonl")).st_size != int(size):
+    log = status(os.path.join(claude_dir, "playbook.events.jsonl"))
+    if not stat.S_ISREG(log.st_mode) or log.st_size != int(size):
         return None
-    if os.stat(os.path.join(claude_dir, "playbook.json")).st_mtime_ns != int(mtime):
+    snapshot = status(os.path.join(claude_dir, "playbook.json"))
+    if not stat.S_ISREG(snapshot.st_mode) or snapshot.st_mtime_ns != int(mtime):
         return None
     if stamp.decode() != settings_stamp(project):
         return None
@@ -234,7 +240,7 @@ def _refreshed(project: str) -> "bytes | None":  # a string: the plugin runs thi
     if repo.diverged is not None:  # playbook.json holds what the log does not: nothing is recalled from either
         return None
     try:
-        return _index(project)
+        return _index(project, follow=True)  # `repository` refused any link out of the project
     except (OSError, ValueError):
         return None
 

@@ -205,3 +205,18 @@ def test_the_hook_reads_hook_input_as_json_does_without_importing_json(payload):
     for bad in ("[]", "7", '{"prompt": ', "prompt"):
         with pytest.raises((ValueError, IndexError)):
             hook.top_level_strings(bad)
+
+
+def test_an_index_log_and_playbook_linked_to_another_projects_are_never_read(project, tmp_path):
+    """A repository can carry `.claude` as a directory whose playbook files link to another project's: the
+    prompt brings in nothing of that playbook, as the full hook refuses such links as leading out of the project."""
+    seed(project)
+    assert "pat-401" in context(prompt(project, "kerberos keytab realm"))
+    repository = tmp_path / "repository"
+    (repository / ".claude").mkdir(parents=True)
+    for name in ("playbook.events.jsonl", "playbook.json", "playbook.hook.json", index.RECALL_NAME):
+        assert (project / ".claude" / name).is_file()
+        (repository / ".claude" / name).symlink_to(project / ".claude" / name)
+    done = prompt(repository, "kerberos keytab realm")
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done
+    assert b"pat-401" not in done.stdout and b"kerberos" not in done.stdout, done
