@@ -268,3 +268,23 @@ def test_a_rewrite_is_accepted_only_through_the_anchor_its_purge_recorded(projec
     first = next(n for n, line in enumerate(old_lines, 1) if TOKEN.encode() in line)
     code, out, _err = cli(project, capsys, "verify", "--anchor")
     assert code == 1 and f"line {first} (seq {first}) is not the line that was anchored" in out
+
+
+def test_purge_leaves_no_kept_show_text_holding_what_it_purged(project, capsys):
+    """`show` keeps the text it prints beside the log (`playbook.show_text`): a purge removes it with the other
+    files that derive from the log, and a temporary one a killed `show` left, so none keeps the purged text."""
+    from playbook.show_text import SHOW_NAME
+    from projections.purge import SHOW_TEXT_NAME
+
+    assert SHOW_TEXT_NAME == SHOW_NAME
+    repo = build(project)
+    claude = repo.claude_dir
+    code, out, _err = cli(project, capsys, "show")
+    assert code == 0 and TOKEN in out
+    leftover = claude / ".playbook.show.txt.99999.tmp"
+    leftover.write_bytes((claude / "playbook.show.txt").read_bytes())
+    assert {"playbook.show.txt", leftover.name} <= set(holders(claude, TOKEN))
+    assert cli(project, capsys, "purge", "--match", TOKEN)[0] == 0
+    assert holders(claude, TOKEN) == []
+    code, out, _err = cli(project, capsys, "show")
+    assert code == 0 and TOKEN not in out and "[REDACTED:match]" in out
