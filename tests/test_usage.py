@@ -142,7 +142,12 @@ def test_calls_through_the_claude_code_cli_record_the_usage_and_cost_its_json_re
         for name, value in login_env(home, api).items():
             monkeypatch.setenv(name, value)
         monkeypatch.setenv("PLAYBOOK_CLAUDE", str(CLAUDE))
-        request_learning(project, "SessionEnd", str(copy_transcript(tmp_path, "one")), "s1", "other")
+        # Claude Code's directory is where its login is stored, and where it keeps its transcripts: the only
+        # place the learner reads them from.
+        monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
+        transcripts = home / ".claude" / "projects" / "-project"
+        transcripts.mkdir(parents=True)
+        request_learning(project, "SessionEnd", str(copy_transcript(transcripts, "one")), "s1", "other")
         assert [o.status for o in learn_pending(project)] == ["completed"]
         served = [r.usage for r in api.message_requests() if r.usage is not None]
     calls = [e for e in transactions(project)[-1].events if isinstance(e, ModelCallRecorded)]
