@@ -96,8 +96,8 @@ def current_snapshot(project: str) -> dict[str, Any] | None:
         if header is None:
             return None
         size, mtime = header[0].split()[:2]  # then the settings stamp and the user-level playbook's mark
-        log = os.lstat(os.path.join(claude_dir, "playbook.events.jsonl"))
-        if not stat.S_ISREG(log.st_mode) or log.st_size != int(size):
+        log = show_text.log_status(os.path.join(claude_dir, show_text.LOG_NAME))
+        if log is None or log[0].st_size != int(size):
             return None
         found = _regular(os.path.join(claude_dir, "playbook.json"))
         if found is None or found[1].st_mtime_ns != int(mtime):
@@ -110,6 +110,8 @@ def current_snapshot(project: str) -> dict[str, Any] | None:
         return None
     if not _well_formed(snapshot) or snapshot["log"].get("offset") != int(size):
         return None  # a large playbook.json lags the log by a short tail, which the full command folds
+    if snapshot["log"].get("hash") != show_text.head(log[1]):
+        return None  # a log of another history at the same size and time: the full command says so
     return snapshot
 
 

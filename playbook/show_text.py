@@ -30,6 +30,8 @@ HEADER_BYTES = 4096
 """The longest first line read: the stamp, the text's length and its bold spans."""
 BOLD, RESET = b"\x1b[1m", b"\x1b[0m"
 LOG_NAME, SNAPSHOT_NAME = "playbook.events.jsonl", "playbook.json"
+TAIL_BYTES = 64
+"""The log's last bytes read with its status: its last line ends in `"h":"<32 hex digits>"}` and a line break."""
 RENDERERS = ("show_text.py", "quick_show.py", "report.py", "terminal.py", "safe_text.py")
 """The sources that shape the text: a text rendered by other versions of them is rendered again."""
 FILE_MODE = 0o664 if os.environ.get("PLAYBOOK_SHARED_FILES", "").lower() not in ("", "0", "false", "no") else 0o600
@@ -37,22 +39,47 @@ FILE_MODE = 0o664 if os.environ.get("PLAYBOOK_SHARED_FILES", "").lower() not in 
 
 
 def stamp(claude_dir: str) -> bytes | None:
-    """What a text rendered now from `claude_dir`'s log and playbook.json is keyed to; None unless both are
-    regular files (no link: the full command alone tells a link inside the project from one leading out)."""
+    """What a text rendered now from `claude_dir`'s log and playbook.json is keyed to (their inode, size and
+    modification time, and the log's last bytes); None unless both are regular files (no link: the full command
+    alone tells a link inside the project from one leading out)."""
     parts = [FORMAT, b"%x" % sys.hexversion]  # another interpreter may class characters otherwise (`clean`)
     here = os.path.dirname(__file__)
     try:
-        for name in (LOG_NAME, SNAPSHOT_NAME):  # by lstat: a link, which may lead to another project's, is no source
-            status = os.lstat(os.path.join(claude_dir, name))
-            if not stat.S_ISREG(status.st_mode):
-                return None
-            parts.append(b"%d:%d:%d" % (status.st_ino, status.st_size, status.st_mtime_ns))
+        log = log_status(os.path.join(claude_dir, LOG_NAME))
+        snapshot = os.lstat(os.path.join(claude_dir, SNAPSHOT_NAME))  # a link, which may lead elsewhere, is no source
+        if log is None or not stat.S_ISREG(snapshot.st_mode):
+            return None
+        parts.append(b"%d:%d:%d:%s" % (log[0].st_ino, log[0].st_size, log[0].st_mtime_ns, log[1].hex().encode()))
+        parts.append(b"%d:%d:%d" % (snapshot.st_ino, snapshot.st_size, snapshot.st_mtime_ns))
         for name in RENDERERS:
             status = os.stat(os.path.join(here, name))
             parts.append(b"%d:%d:%d" % (status.st_ino, status.st_size, status.st_mtime_ns))
     except (OSError, ValueError):
         return None
     return b" ".join(parts)
+
+
+def log_status(path: str) -> tuple[os.stat_result, bytes] | None:
+    """The log's status and its last TAIL_BYTES, which end in the chain's head (`head`), when it is a regular file
+    (never through a link); None otherwise. OSError when it cannot be opened.
+
+    The head tells two logs of the same size, inode and modification time apart (another branch's checked out
+    within one tick of a coarse clock, a restore in place), which the full command tells apart by it too."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            return None
+        return status, os.pread(fd, TAIL_BYTES, max(0, status.st_size - TAIL_BYTES))
+    finally:
+        os.close(fd)
+
+
+def head(tail: bytes) -> str | None:
+    """The chain's head the log's last line (a commit's) ends with, from its last bytes `tail`, else None."""
+    at = tail.rfind(b'"h":"')
+    end = tail.find(b'"', at + 5) if at >= 0 else -1
+    return tail[at + 5 : end].decode("ascii", "replace") if end > at + 5 else None
 
 
 def kept(claude_dir: str, stamped: bytes, color: bool) -> bytes | None:

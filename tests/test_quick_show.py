@@ -420,3 +420,31 @@ def test_a_playbook_file_leading_out_of_the_project_is_never_read(tmp_path):
         done = launched(project, "show", module=module)
         assert done.returncode == 1 and "outside the project" in done.stderr and "plain ascii" not in done.stdout
     assert not kept_path(project).exists()
+
+
+def test_a_log_of_another_history_at_the_same_size_and_time_is_never_shown_from_playbook_json(tmp_path):
+    """A log replaced by another of the same size, on the same inode and with the same modification time (a
+    checkout of another branch within one tick of a coarse clock, a restore in place): the full command finds
+    that playbook.json reflects another history and shows the log's playbook; so does every quick road."""
+    repo = seed(tmp_path / "a")
+    base = repo.log_path.read_bytes()
+    other = PlaybookRepository(tmp_path / "b" / ".claude")
+    other.log_path.parent.mkdir(parents=True)
+    other.log_path.write_bytes(base)
+    for each, text in ((repo, "first entry"), (other, "other entry")):
+        each.append([ApplyOperations([{"type": "ADD", "text": text}])], Cause(source="test"))
+    replacement = other.log_path.read_bytes()
+    assert len(replacement) == repo.log_path.stat().st_size
+    project = tmp_path / "a"
+    assert "first entry" in full_show(project) and kept_path(project).exists()
+    before = repo.log_path.stat()
+    with repo.log_path.open("r+b") as handle:
+        handle.write(replacement)
+    os.utime(repo.log_path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = repo.log_path.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
+    assert quick_show.current_snapshot(str(project)) is None
+    assert quick_show.text(str(project), False) is None
+    done = launched(project, "show")
+    assert done.returncode == 0 and "other entry" in done.stdout and "first entry" not in done.stdout, done
+    assert "another history" in done.stderr
