@@ -70,7 +70,10 @@ def _regular(path: str, limit: int | None = None) -> tuple[bytes, os.stat_result
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except (OSError, ValueError):
         return None
-    with os.fdopen(fd, "rb") as handle:
+    handle = show_text.opened(fd)
+    if handle is None:
+        return None
+    with handle:
         status = os.fstat(handle.fileno())
         if not stat.S_ISREG(status.st_mode) or (limit is None and status.st_size > MAX_READ):
             return None

@@ -21,6 +21,10 @@ import stat
 import sys
 import time
 
+TYPE_CHECKING = False  # not typing's: the standard-library-only paths do not pay for importing it
+if TYPE_CHECKING:
+    from typing import BinaryIO
+
 SHOW_NAME = "playbook.show.txt"
 FORMAT = b"show-text-1"
 """Changes whenever what `show` prints changes shape (a text of the old shape is then rendered again)."""
@@ -75,6 +79,16 @@ def log_status(path: str) -> tuple[os.stat_result, bytes] | None:
         os.close(fd)
 
 
+def opened(fd: int) -> BinaryIO | None:
+    """`fd` as a file to read, else None with `fd` closed: a directory a repository carries under a file's name
+    opens, but `fdopen` refuses it."""
+    try:
+        return os.fdopen(fd, "rb")
+    except (OSError, ValueError):
+        os.close(fd)
+        return None
+
+
 def head(tail: bytes) -> str | None:
     """The chain's head the log's last line (a commit's) ends with, from its last bytes `tail`, else None."""
     at = tail.rfind(b'"h":"')
@@ -90,7 +104,10 @@ def kept(claude_dir: str, stamped: bytes, color: bool) -> bytes | None:
         fd = os.open(os.path.join(claude_dir, SHOW_NAME), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except (OSError, ValueError):
         return None
-    with os.fdopen(fd, "rb") as handle:
+    handle = opened(fd)
+    if handle is None:
+        return None
+    with handle:
         status = os.fstat(handle.fileno())
         if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_BYTES + HEADER_BYTES:
             return None

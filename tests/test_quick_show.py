@@ -448,3 +448,16 @@ def test_a_log_of_another_history_at_the_same_size_and_time_is_never_shown_from_
     done = launched(project, "show")
     assert done.returncode == 0 and "other entry" in done.stdout and "first entry" not in done.stdout, done
     assert "another history" in done.stderr
+
+
+@pytest.mark.parametrize("name", [".claude/playbook.show.txt", ".gitattributes"])
+def test_a_directory_where_show_reads_a_file_is_no_traceback(tmp_path, name):
+    """A repository can carry the kept text's name or .gitattributes as a directory: show prints what the full
+    command prints."""
+    seed(tmp_path)
+    expected = full_show(tmp_path)
+    (tmp_path / name).unlink(missing_ok=True)
+    (tmp_path / name).mkdir()
+    for module in (False, True):
+        done = launched(tmp_path, "show", module=module)
+        assert (done.returncode, done.stdout, done.stderr) == (0, expected, ""), done.stderr[-500:]
