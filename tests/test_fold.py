@@ -229,15 +229,15 @@ def test_a_record_of_a_newer_version_is_kept_out_and_the_fast_road_resumes_after
     write_transactions(path, [EVERY_TYPE[1], [future, EVERY_TYPE[2][0]], *[EVERY_TYPE[2]] * 40])
     monkeypatch.setattr(eventlog.store, "CHUNK_SIZE", 512)
     strict_calls, fast_chunks = [], []
-    real_strict, real_apply = LogReader._strict, eventlog.store.apply_records
+    real_strict, real_apply = LogReader._strict, LogReader._apply
 
     def counting_strict(self, handle):
         strict_calls.append(self.position.offset)
         yield from real_strict(self, handle)
 
     monkeypatch.setattr(LogReader, "_strict", counting_strict)
-    monkeypatch.setattr(eventlog.store, "apply_records", lambda state, records: (fast_chunks.append(len(records)),
-                                                                                 real_apply(state, records)))
+    monkeypatch.setattr(LogReader, "_apply", staticmethod(lambda state, records: (fast_chunks.append(len(records)),
+                                                                                    real_apply(state, records))))
     folded = fold_log(path, PlaybookState())
     assert len(strict_calls) == 1  # only the chunk holding the unknown record was scanned strictly
     assert len(fast_chunks) > 5  # and the rest went the fast road
