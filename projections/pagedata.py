@@ -43,6 +43,7 @@ from eventlog.registry import EVENT_TYPES, touched_names
 from eventlog.values import Rating
 
 from .pageops import CAUSES, OP_KINDS, SECTION_BIT, SECTIONS, Cause, cause_of, causes_of, label, op_of, usage_of
+from .pageshapes import ChunkInfo, PageData, PageHead, SummaryPoint, UsageDay, keyframe, safe_json
 
 __all__ = [  # the op encoding is used through the page data by its readers
     "CAUSES", "OP_KINDS", "SECTIONS", "Cause", "ChunkInfo", "PageData", "PageHead", "SummaryPoint", "UsageDay",
@@ -55,86 +56,6 @@ that keyframes stay a small part of the page."""
 SUMMARY_POINTS = 200
 """Samples of the summary's series, at most (plus the last transaction)."""
 RECENT_SESSIONS = 300
-
-
-class ChunkInfo(msgspec.Struct, frozen=True):
-    """Where one chunk sits: its transactions `first` .. `first + count - 1`, their times and seqs."""
-
-    n: int
-    first: int
-    count: int
-    events: int
-    time_from: str
-    time_to: str
-    seq_from: int
-    seq_to: int
-
-
-class SummaryPoint(msgspec.Struct, frozen=True, array_like=True):
-    """After transaction `tx` (a global index): entries per section, and the sums of the counters."""
-
-    tx: int
-    at: str
-    per_section: list[int]
-    helpful: int
-    harmful: int
-
-
-class UsageDay(msgspec.Struct, frozen=True, array_like=True):
-    """Model usage recorded on one UTC day."""
-
-    day: str
-    calls: int
-    input_tokens: int
-    output_tokens: int
-    cost_usd: float
-
-
-class PageHead(msgspec.Struct, frozen=True):
-    """What the page needs before any chunk: totals, the chunk map, the playbook now, the summary."""
-
-    format: int
-    project: str
-    generated: str
-    sections: list[str]
-    transactions: int
-    events: int
-    seq: int
-    version: str
-    chunks: list[ChunkInfo]
-    now: list[list[list[Any]]]
-    summary: list[SummaryPoint]
-    usage: list[UsageDay]
-    sessions: list[str]
-    """The most recent sessions, newest first (for the session filter's suggestions)."""
-    causes: dict[str, int]
-    ops: dict[str, str]
-
-
-class PageData(msgspec.Struct, frozen=True):
-    """The page's head and its chunks, each already encoded as JSON safe to embed in HTML."""
-
-    head: PageHead
-    head_json: bytes
-    chunks: list[bytes]
-
-
-_encoder = msgspec.json.Encoder()
-
-
-def safe_json(value: Any) -> bytes:
-    """`value` as JSON that cannot end a `<script>` element or open a comment in it: every `<`, `>`
-    and `&` (which JSON only has inside strings) is written as a \\u escape, and so are U+2028/9."""
-    data = _encoder.encode(value).replace(b"<", b"\\u003c").replace(b">", b"\\u003e").replace(b"&", b"\\u0026")
-    if data.isascii():  # one quick pass: most pages have no other character at all
-        return data
-    return data.replace("\u2028".encode(), b"\\u2028").replace("\u2029".encode(), b"\\u2029")
-
-
-def keyframe(state: PlaybookState) -> list[list[list[Any]]]:
-    """The playbook as five lists of `[name, text, helpful, harmful]`, sections and entries in order."""
-    return [[[kp.name, kp.text, kp.helpful, kp.harmful] for kp in state.sections[section].values()]
-            for section in SECTIONS]
 
 
 class _Chunk:
@@ -336,9 +257,7 @@ class _Builder:
             causes = self.cause_of_source[commit.source] = causes_of(commit.source)
         cause = causes[bool(model) or self.learned]
         if self.calls:
-            for call in self.calls:
-                self._count_usage(call, at)
-            self.calls = []
+            self._count_calls(at)
         self.causes[cause] += 1
         if session:
             sessions = self.sessions
@@ -366,11 +285,15 @@ class _Builder:
         self.total_events += events
         self.ops, self.learned = [], False
         if current.events >= self.chunk_events and current.events >= 2 * len(self.state.where):
-            self._settle()  # the state the next one starts from
-            self.known.clear()
-            self.encoded.append(current.encode())
-            self.infos.append(current.info())
-            self.current = _Chunk(len(self.infos), self.total_tx, keyframe(self.state))
+            self._next_chunk()
+
+    def _next_chunk(self) -> None:
+        """Close the full chunk and open the next at the playbook as it stands."""
+        self._settle()  # the state the next one starts from
+        self.known.clear()
+        self.encoded.append(self.current.encode())
+        self.infos.append(self.current.info())
+        self.current = _Chunk(len(self.infos), self.total_tx, keyframe(self.state))
 
     def _apply(self, event: Any) -> None:
         """Apply `event` to the playbook, keeping the sums of its counters."""
@@ -381,13 +304,16 @@ class _Builder:
         self.totals[0] += after[0] - before[0]
         self.totals[1] += after[1] - before[1]
 
-    def _count_usage(self, event: Any, at: str) -> None:
-        if (used := usage_of(event)) is not None:
-            day = self.usage.setdefault(at[:10], [0, 0, 0, 0.0])
-            day[0] += 1
-            day[1] += used[0]
-            day[2] += used[1]
-            day[3] += used[2]
+    def _count_calls(self, at: str) -> None:
+        """Count the open transaction's model calls as usage of the day of its commit `at`."""
+        for call in self.calls:
+            if (used := usage_of(call)) is not None:
+                day = self.usage.setdefault(at[:10], [0, 0, 0, 0.0])
+                day[0] += 1
+                day[1] += used[0]
+                day[2] += used[1]
+                day[3] += used[2]
+        self.calls = []
 
     def finish(self, project: str, seq: int) -> PageData:
         """The head and the chunks; the last chunk closed unless it is empty (and not the only one)."""
