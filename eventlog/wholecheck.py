@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Callable
 from operator import countOf
 from pathlib import Path
 from typing import Any
@@ -102,44 +103,20 @@ def parallel_fold(path: Path, state: PlaybookState, observe: Observer | None = N
     `apply=False`: every check, and `observe` shown every record, but nothing applied (`state` is not the
     log's). None at once, nothing folded, for a log under `PARALLEL_FROM` bytes or where `fork` is
     unavailable."""
-    try:
-        size = os.stat(path).st_size
-    except OSError:
+    size = _size(path)
+    if size is None or size < PARALLEL_FROM:
         return None
-    if size < PARALLEL_FROM or not hasattr(os, "fork"):
+
+    def check_chain() -> bytes:
+        reached = chain_reach(path, 0, "", size)
+        return b"-" if reached is None else b"%d %s" % (reached[0], reached[1].encode())
+
+    child = _forked(check_chain)
+    if child is None:
         return None
-    receive, send = os.pipe()
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(receive)
-        os.close(send)
-        return None
-    if pid == 0:  # the child: never returns into the caller's code
-        code = 1
-        try:
-            os.close(receive)
-            reached = chain_reach(path, 0, "", size)
-            os.write(send, b"-" if reached is None else b"%d %s" % (reached[0], reached[1].encode()))
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(send)
     reader = _ChainElsewhere(path) if apply else _CountOnly(path)
-    reply, status = b"", -1
-    try:
-        reader.fold(state, observe=observe, whole=whole, seqs=True)
-        reply = _read_all(receive)
-    except Exception:
-        return None  # whatever the unchecked bytes did, the single-process road gives the verdict
-    finally:
-        os.close(receive)
-        if not reply:
-            _kill(pid)
-        status = os.waitpid(pid, 0)[1]
-    if status != 0:
-        return None
-    return reader if _vouched(path, reply, reader) else None
+    reply = _alongside(child, lambda: reader.fold(state, observe=observe, whole=whole, seqs=True))
+    return reader if reply is not None and _vouched(path, reply, reader) else None
 
 
 def _vouched(path: Path, reply: bytes, reader: LogReader) -> bool:
@@ -186,13 +163,33 @@ def halves_fold(path: Path, middle_state: PlaybookState, middle: Position, obser
     `middle` to the end, shown to `observe`. Every byte is checked by one of the two, from a start the other
     proved. None at once, nothing folded, for a log under `PARALLEL_FROM` bytes or where `fork` is
     unavailable."""
+    size = _size(path)
+    if size is None or size < PARALLEL_FROM or not 0 < middle.offset <= size:
+        return None
+    expected = msgspec.msgpack.encode(middle_state)
+    child = _forked(lambda: _first_half(path, middle, expected))
+    if child is None:
+        return None
+    state = msgspec.msgpack.decode(expected, type=PlaybookState)
+    reader = LogReader(path, middle)
+    reply = _alongside(child, lambda: reader.fold(state, observe=observe, seqs=True))
+    if reply is None or not reply.isdigit():
+        return None
+    return reader, state, int(reply)
+
+
+def _size(path: Path) -> int | None:
+    """The log's size in bytes; None when it cannot be read or this platform has no `fork`."""
     try:
         size = os.stat(path).st_size
     except OSError:
         return None
-    if size < PARALLEL_FROM or not hasattr(os, "fork") or not 0 < middle.offset <= size:
-        return None
-    expected = msgspec.msgpack.encode(middle_state)
+    return size if hasattr(os, "fork") else None
+
+
+def _forked(job: Callable[[], bytes]) -> tuple[int, int] | None:
+    """A forked child that writes what `job` returns to a pipe and exits: (its pid, the pipe's reading end);
+    None when it cannot be forked."""
     receive, send = os.pipe()
     try:
         pid = os.fork()
@@ -204,27 +201,30 @@ def halves_fold(path: Path, middle_state: PlaybookState, middle: Position, obser
         code = 1
         try:
             os.close(receive)
-            os.write(send, _first_half(path, middle, expected))
+            os.write(send, job())
             code = 0
         finally:
             os._exit(code)
     os.close(send)
-    state = msgspec.msgpack.decode(expected, type=PlaybookState)
-    reader = LogReader(path, middle)
+    return pid, receive
+
+
+def _alongside(child: tuple[int, int], fold: Callable[[], object]) -> bytes | None:
+    """Run `fold` while the `child` (its pid, its pipe) works: the child's reply when `fold` returned and the
+    child exited cleanly, else None (a child that has not replied is killed; it is always waited for)."""
+    pid, receive = child
     reply, status = b"", -1
     try:
-        reader.fold(state, observe=observe, seqs=True)
+        fold()
         reply = _read_all(receive)
     except Exception:
-        return None  # the single-process road names the damage, wherever it is
+        return None  # whatever the unchecked bytes did, the single-process road gives the verdict
     finally:
         os.close(receive)
         if not reply:
             _kill(pid)
         status = os.waitpid(pid, 0)[1]
-    if status != 0 or not reply.isdigit():
-        return None
-    return reader, state, int(reply)
+    return reply if status == 0 else None
 
 
 def _first_half(path: Path, middle: Position, expected: bytes) -> bytes:
