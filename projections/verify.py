@@ -80,22 +80,29 @@ def verify(repo: PlaybookRepository, strict: bool = False) -> Report:
     report.transactions = count.commits
     report.events = position.line - report.transactions
     report.seq = position.seq
-    if reader.torn is not None and reader.torn.damage is not None:
-        torn = reader.torn
-        report.problems.append(Problem(
-            str(path), torn.damage_line, torn.damage_offset,
-            f"{torn.damage}: a whole line after the last whole transaction (seq {position.seq}) does not read back, "
-            f"so no writer appends; restore the log from a copy, or copy it and cut it at byte {torn.offset} "
-            f"(truncate -s {torn.offset} {path.name}), then `playbook recover` takes back what playbook.json "
-            "still holds beyond it"))
-    elif reader.torn is not None:
-        torn = reader.torn
-        report.problems.append(Problem(str(path), torn.line, torn.offset,
-                                       f"unfinished transaction: {torn.length} bytes after the last commit "
-                                       "(a crash mid-write; the next writer cuts them off and keeps them)"))
+    if (torn_problem := _torn_problem(reader, path)) is not None:
+        report.problems.append(torn_problem)
     if state is not None:
         _check_snapshot(repo, state, position, report)
     return report
+
+
+def _torn_problem(reader: LogReader, path: Path) -> Problem | None:
+    """What the log's end after its last whole transaction is, when there is one: damage in a whole line, or an
+    unfinished transaction."""
+    torn, seq = reader.torn, reader.position.seq
+    if torn is None:
+        return None
+    if torn.damage is not None:
+        return Problem(
+            str(path), torn.damage_line, torn.damage_offset,
+            f"{torn.damage}: a whole line after the last whole transaction (seq {seq}) does not read back, "
+            f"so no writer appends; restore the log from a copy, or copy it and cut it at byte {torn.offset} "
+            f"(truncate -s {torn.offset} {path.name}), then `playbook recover` takes back what playbook.json "
+            "still holds beyond it")
+    return Problem(str(path), torn.line, torn.offset,
+                   f"unfinished transaction: {torn.length} bytes after the last commit "
+                   "(a crash mid-write; the next writer cuts them off and keeps them)")
 
 
 def _two_cores(repo: PlaybookRepository, count: _Commits) -> tuple[LogReader, PlaybookState] | None:
