@@ -148,11 +148,7 @@ def _search_block(path: Path, data: bytes, begin: int, end: int, low: int, needl
             record, start = known
             named.setdefault(entry, set()).add(start)
             if isinstance(record, ev.KeyPointsMerged) and record.name == entry:
-                for source in record.sources:
-                    if source not in followed and (encoded := json_string(source)) is not None:
-                        followed.add(source)
-                        needles[source] = encoded
-                        arrived[encoded] = (source, transactions[start][0])
+                arrived.update(_sources(record, followed, needles, transactions[start][0]))
         pending = arrived
     read = {start: _transaction(path, data, start, stop, held, lines, low) for start, (stop, held) in transactions.items()}
     for entry, starts in named.items():
@@ -161,6 +157,19 @@ def _search_block(path: Path, data: bytes, begin: int, end: int, low: int, needl
     for name in created:
         if name != first:
             needles.pop(name, None)
+
+
+def _sources(merge: ev.KeyPointsMerged, followed: set[str], needles: dict[str, bytes], until: int
+             ) -> dict[bytes, tuple[str, int]]:
+    """The needles of `merge`'s sources not followed yet, each to be searched for up to `until` (the end of the
+    merge's transaction) with the name it stands for; each added to `followed` and `needles`."""
+    arrived: dict[bytes, tuple[str, int]] = {}
+    for source in merge.sources:
+        if source not in followed and (encoded := json_string(source)) is not None:
+            followed.add(source)
+            needles[source] = encoded
+            arrived[encoded] = (source, until)
+    return arrived
 
 
 def _decode_line(path: Path, data: bytes, line: int, damage_before: int) -> Any:
