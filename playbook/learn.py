@@ -24,7 +24,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -45,6 +45,7 @@ from projections.repository import PlaybookRepository
 from .lean import LeanSettings, curation_commands, current_plan, lean_settings, sweep_stale
 from .review import cycle_commands
 from .project import claude_dir, repository
+from .retries import due, env_number, max_attempts, next_try
 from .settings import Settings, load_settings, never_learn_match
 from .transcript import Transcript, TranscriptError, cited_ids, claude_config_dir, inside_config_dir, read_transcript
 from .user_level import learn_preferences, split_preferences
@@ -53,9 +54,6 @@ if TYPE_CHECKING:
     from .backend import ModelConfig
 
 DEFAULT_DEADLINE = 300.0
-MAX_ATTEMPTS = 5
-RETRY_DELAY = 60.0
-"""Seconds before the first retry; each later one waits 4 times longer (1, 4, 16, 64 minutes)."""
 LEARN_LOCK = "playbook.learn.lock"
 LEARN_LOG = "playbook.learn.log"
 
@@ -100,43 +98,8 @@ def learning_lock(project: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def _number(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name, default))
-    except ValueError:
-        return default
-
-
 def _deadline() -> float:
-    return _number("PLAYBOOK_LEARN_DEADLINE", DEFAULT_DEADLINE)
-
-
-def max_attempts() -> int:
-    """Failed cycles after which a request is given up (`PLAYBOOK_LEARN_ATTEMPTS`, default 5)."""
-    return max(int(_number("PLAYBOOK_LEARN_ATTEMPTS", MAX_ATTEMPTS)), 1)
-
-
-def retry_delay(attempts: int) -> float:
-    """Seconds to wait after the `attempts`-th failure (`PLAYBOOK_LEARN_RETRY_DELAY` is the first wait)."""
-    return _number("PLAYBOOK_LEARN_RETRY_DELAY", RETRY_DELAY) * 4 ** max(attempts - 1, 0)
-
-
-def next_try(pending: PendingLearning) -> datetime | None:
-    """When a failed request is due again; None for one that never failed (due at once)."""
-    if not pending.attempts or not pending.failed_at:
-        return None
-    try:
-        failed = datetime.fromisoformat(pending.failed_at)
-    except ValueError:
-        return None
-    if failed.tzinfo is None:
-        failed = failed.replace(tzinfo=timezone.utc)
-    return failed + timedelta(seconds=retry_delay(pending.attempts))
-
-
-def _due(pending: PendingLearning) -> bool:
-    due = next_try(pending)
-    return due is None or due <= datetime.now(timezone.utc)
+    return env_number("PLAYBOOK_LEARN_DEADLINE", DEFAULT_DEADLINE)
 
 
 def learn_pending(project: Path, retry_now: bool = False, ignore_budget: bool = False) -> list[Outcome]:
@@ -154,7 +117,7 @@ def learn_pending(project: Path, retry_now: bool = False, ignore_budget: bool = 
         done: set[str] = set()
         while True:
             state = repo.state()
-            waiting = sorted((p for p in state.pending.values() if p.request not in done and (retry_now or _due(p))),
+            waiting = sorted((p for p in state.pending.values() if p.request not in done and (retry_now or due(p))),
                              key=lambda p: p.requested_at)
             if not waiting:
                 update_notice(project, state)
