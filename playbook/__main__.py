@@ -1,5 +1,8 @@
 import sys
 
+from .launcher import closed_to_devnull
+
+closed_to_devnull()
 if "show" in sys.argv[1:4]:  # a current playbook.json needs nothing but the standard library
     from .quick_show import show
 

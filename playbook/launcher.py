@@ -18,6 +18,14 @@ import os
 import sys
 
 
+def closed_to_devnull() -> None:
+    """A standard stream the caller closed (`show >&-`) becomes the null device, as if redirected there: the
+    command's output goes nowhere instead of ending in a traceback."""
+    for name in ("stdin", "stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "r" if name == "stdin" else "w", encoding="utf-8"))
+
+
 def site_packages() -> list[str]:
     """The site-packages directories `site` would add for this interpreter, without reading their `.pth` files."""
     import site  # with -S, importing it runs nothing: only its path functions are used
@@ -65,6 +73,7 @@ def quiet_learning_hook(event: str) -> io.BytesIO | None:
 
 
 def main() -> None:
+    closed_to_devnull()
     path = search_path()
     sys.path[:] = path + [entry for entry in sys.path if entry not in path]  # launch.py's own entry among them
     hook = sys.argv[1:2] == ["hook"]
@@ -98,6 +107,7 @@ def main() -> None:
 def console() -> int:
     """The `playbook` console script an installer writes: `show` of a current playbook.json with the standard
     library alone (see `playbook.quick_show`), anything else the command line; never a traceback."""
+    closed_to_devnull()
     if "show" in sys.argv[1:4]:
         from playbook.quick_show import show
 

@@ -105,6 +105,18 @@ def test_the_launcher_prints_what_the_full_command_prints(tmp_path, module):
         assert (done.returncode, done.stdout, done.stderr) == (0, expected, ""), args
 
 
+@pytest.mark.parametrize("module", [False, True])
+@pytest.mark.parametrize("args", [["show"], ["show", "--full"], ["log"]])
+def test_a_closed_stdout_or_stdin_is_as_if_sent_to_the_null_device(tmp_path, module, args):
+    seed(tmp_path)
+    entry = ["-m", "playbook"] if module else ["-I", "-S", str(LAUNCHER)]
+    done = subprocess.run([sys.executable, *entry, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, cwd=tmp_path, check=False, timeout=60,
+                          preexec_fn=lambda: (os.close(0), os.close(1)),
+                          env={k: v for k, v in os.environ.items() if k != "CLAUDE_PROJECT_DIR"})
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+
+
 @pytest.mark.parametrize("color", [False, True])
 def test_the_kept_text_is_the_full_commands_in_colour_or_not(tmp_path, color):
     seed(tmp_path)
