@@ -19,11 +19,12 @@ import sys
 
 
 def closed_to_devnull() -> None:
-    """A standard stream the caller closed (`show >&-`) becomes the null device, as if redirected there: the
-    command's output goes nowhere instead of ending in a traceback."""
-    for name in ("stdin", "stdout", "stderr"):
+    """An output stream the caller closed (`show >&-`) becomes the null device, as if redirected there: the
+    command's output goes nowhere instead of ending in a traceback. A closed stdin stays None: a hook tells
+    Claude Code that its input is missing."""
+    for name in ("stdout", "stderr"):
         if getattr(sys, name) is None:
-            setattr(sys, name, open(os.devnull, "r" if name == "stdin" else "w", encoding="utf-8"))
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
 
 
 def site_packages() -> list[str]:

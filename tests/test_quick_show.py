@@ -107,7 +107,7 @@ def test_the_launcher_prints_what_the_full_command_prints(tmp_path, module):
 
 @pytest.mark.parametrize("module", [False, True])
 @pytest.mark.parametrize("args", [["show"], ["show", "--full"], ["log"]])
-def test_a_closed_stdout_or_stdin_is_as_if_sent_to_the_null_device(tmp_path, module, args):
+def test_a_closed_stdout_is_as_if_sent_to_the_null_device(tmp_path, module, args):
     seed(tmp_path)
     entry = ["-m", "playbook"] if module else ["-I", "-S", str(LAUNCHER)]
     done = subprocess.run([sys.executable, *entry, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
