@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from eventlog.errors import PlaybookError
+from projections.config import user_config_dir
 from projections.snapshot import write_atomically
 
 from . import inject, launch, recall
@@ -49,12 +50,6 @@ def hook_command(event: str, python: str | None = None) -> str:
 def is_ours(hook: Any) -> bool:
     command = hook.get("command") if isinstance(hook, dict) else None
     return isinstance(command, str) and any(marker in command for marker in _MARKERS)
-
-
-def user_config_dir() -> Path:
-    """Claude Code's user configuration directory: `$CLAUDE_CONFIG_DIR`, else `~/.claude`."""
-    configured = os.environ.get("CLAUDE_CONFIG_DIR")
-    return Path(configured).expanduser() if configured else Path.home() / ".claude"
 
 
 def settings_path(user: bool, project: Path) -> Path:
