@@ -241,7 +241,7 @@ def show(report: Report, mode: dict[str, Any]) -> None:
     bare = figures["bare"]
     report.section(f"playbook show at {figures['size']:,} key points ({runs} runs of each in fresh processes, "
                    f"interleaved; medians)")
-    report.row("show as the plugin's command runs it (python -I -S playbook/launch.py), the text kept",
+    report.row("show as the plugin's command runs it (python -I -S playbook/quick/launch.py), the text kept",
                f"{_ms(figures['launcher'])} ({(figures['launcher'] - bare) * 1000:+.1f} ms above python -I -S -c pass "
                f"{_ms(bare)})", f"< {SHOW_SECONDS * 1000:g} ms", figures["launcher"] < SHOW_SECONDS)
     report.row("python -m playbook show (through site), the text kept",
@@ -249,7 +249,7 @@ def show(report: Report, mode: dict[str, Any]) -> None:
                f"{_ms(figures['site'])})", "context")
     report.row("show rendering the text from a current playbook.json (none kept yet)",
                f"{_ms(figures['rendered'])} ({(figures['rendered'] - bare) * 1000:+.1f} ms above bare)", "context")
-    report.row("the full command in its process (playbook.cli.main, imports included)", _ms(figures["inside"]),
+    report.row("the full command in its process (playbook.commands.cli.main, imports included)", _ms(figures["inside"]),
                "context")
     what = ("lagging a short tail (folded forward without the command line, the text kept)"
             if figures["lagging"] is not None else "written again (rendered and kept)")

@@ -4,8 +4,8 @@
 
 Over three sessions recorded from the real Claude Code CLI (benchmarks/transcripts/: short,
 tool-heavy, long; see benchmarks/record_transcripts.py), each read twice: as before condensing
-(`playbook.condense.PLAIN`: each tool output's first 1,000 characters) and condensed
-(`CONDENSED`). The prompts are the learner's own (`playbook.prompting`), over a playbook of 40
+(`playbook.learner.condense.PLAIN`: each tool output's first 1,000 characters) and condensed
+(`CONDENSED`). The prompts are the learner's own (`playbook.learner.prompting`), over a playbook of 40
 realistic key points; the curator's is built from a reflector reply of the usual size (its
 prompt holds the reflection and the playbook, not the transcript). Tokens are estimated as
 UTF-8 bytes / 4, as the injection budget estimates them.
@@ -23,9 +23,9 @@ from typing import Any
 from eventlog.decide import ApplyOperations, decide
 from eventlog.domain import PlaybookState
 from eventlog.evolve import fold
-from playbook.condense import CONDENSED, PLAIN, Caps
-from playbook.prompting import curator_prompt, reflector_prompt
-from playbook.transcript import cited_ids, read_transcript
+from playbook.learner.condense import CONDENSED, PLAIN, Caps
+from playbook.learner.prompting import curator_prompt, reflector_prompt
+from playbook.learner.transcript import cited_ids, read_transcript
 from projections.injection import estimate_tokens
 
 TRANSCRIPTS = Path(__file__).resolve().parent / "transcripts"

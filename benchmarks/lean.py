@@ -85,7 +85,7 @@ def clean_env(home: Path) -> dict[str, str]:
 def measure_injection(runs: int = 20, sizes: tuple[int, ...] = SIZES) -> list[dict]:
     """Per size: tokens injected with the default budget and without one, and hook latencies (seconds)."""
     python = sys.executable
-    hook = [python, "-S", str(ROOT / "playbook" / "inject.py")]
+    hook = [python, "-S", str(ROOT / "playbook" / "quick" / "inject.py")]
     stdin = json.dumps({"hook_event_name": "SessionStart", "source": "startup", "session_id": "b"}).encode()
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-lean-") as tmp:
@@ -124,7 +124,7 @@ PROMPT_ABOVE_BARE_MS = 20.0
 def measure_recall(runs: int = 20, size: int = 5000) -> dict:
     """The UserPromptSubmit hook on a playbook of `size` key points, beside the bare interpreter."""
     python = sys.executable
-    hook = [python, "-I", "-S", str(ROOT / "playbook" / "recall.py")]
+    hook = [python, "-I", "-S", str(ROOT / "playbook" / "quick" / "recall.py")]
     with tempfile.TemporaryDirectory(prefix="bench-recall-") as tmp:
         home = Path(tmp) / "home"
         (home / ".claude").mkdir(parents=True)
@@ -157,7 +157,7 @@ def measure_dedup(size: int = 5000) -> list[dict]:
     from eventlog import similarity
     from eventlog.decide import decide
     from eventlog.evolve import fold
-    from playbook.lean import duplicates_in
+    from playbook.learner.lean import duplicates_in
     from tests.dedup_pairs import DISTINCT, DUPLICATES
 
     data = playbook_data(size - len(DUPLICATES))
@@ -212,7 +212,7 @@ def simulate(cycles: int = 50, budget: int = 1500) -> dict:
     again, a harmful lesson rated harmful, and a wholesale rewrite in cycle 30."""
     from eventlog.decide import CompleteLearning, Evaluate, Prune, RequestLearning, decide_all
     from eventlog.events import CurationHeld, KeyPointsMerged
-    from playbook.lean import LeanSettings, curation_commands, current_plan, sweep_stale
+    from playbook.learner.lean import LeanSettings, curation_commands, current_plan, sweep_stale
 
     rng = random.Random(3)
     settings = LeanSettings(stale_after=10, retire_after=25)

@@ -34,7 +34,7 @@ TARGET_SECONDS, TARGET_MB = 2.0, 200.0
 
 _CHILD = """
 import sys, time
-from playbook.merging import merge_driver
+from playbook.commands.merging import merge_driver
 code = merge_driver(*sys.argv[1:5])
 took = time.process_time()  # the whole process, imports included: CPU time, which a busy machine disturbs less
 try:

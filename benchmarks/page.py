@@ -33,7 +33,7 @@ import os, sys, time
 started, cpu = time.perf_counter(), os.times()
 what = sys.argv[1]
 if what == "page":
-    from playbook.cli import main
+    from playbook.commands.cli import main
     code = main(["timeline", "--project", sys.argv[2], "--html", sys.argv[3]])
     assert code == 0, code
 else:

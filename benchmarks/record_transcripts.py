@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.fake_anthropic import FakeAnthropic, Reply, reply_text, reply_tool_use  # noqa: E402
 
-SOURCES = ["playbook/transcript.py", "eventlog/store.py", "playbook/models.py", "projections/pagedata.py",
+SOURCES = ["playbook/learner/transcript.py", "eventlog/store.py", "playbook/learner/models.py", "projections/pagedata.py",
            "eventlog/decide.py"]
 FAILING_TEST = '''\
 from transcript import read_transcript

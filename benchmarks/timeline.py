@@ -159,7 +159,7 @@ elif what == ["fold"]:  # the store's fold of the whole log (decode, chain, appl
     from eventlog.store import fold_log
     result = fold_log(Path(sys.argv[1], "playbook.events.jsonl"), PlaybookState())[1].seq
 else:
-    from playbook.cli import main
+    from playbook.commands.cli import main
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
         code = main([*what, "--project", os.path.dirname(sys.argv[1])])
     assert code == 0, code
@@ -235,30 +235,30 @@ if __name__ == "__main__":
 SHOW = r"""
 import contextlib, io, sys, time
 started = time.perf_counter()
-from playbook.cli import main
+from playbook.commands.cli import main
 with contextlib.redirect_stdout(io.StringIO()):
     main(["show", "--project", sys.argv[1]])
 print(f"{time.perf_counter() - started:.4f}")
 """
-LAUNCHER = Path(__file__).resolve().parents[1] / "playbook" / "launch.py"
+LAUNCHER = Path(__file__).resolve().parents[1] / "playbook" / "quick" / "launch.py"
 
 
 def measure_show(size: int = 5000, runs: int = 10) -> dict[str, float]:
     """Medians (seconds) of `playbook show` on a `size`-key-point playbook, each run a fresh process, interleaved:
-    as the plugin's command runs it (`python -I -S playbook/launch.py show`), as `python -m playbook show`
+    as the plugin's command runs it (`python -I -S playbook/quick/launch.py show`), as `python -m playbook show`
     (through site), beside `python -I -S -c pass` (bare) and `python -c pass`; and the full command's own work
-    in its process (`playbook.cli.main`, imports included: what a playbook.json that is not current costs).
+    in its process (`playbook.commands.cli.main`, imports included: what a playbook.json that is not current costs).
 
-    Those print the text the first `show` kept (`playbook.show_text`); `rendered` is the launcher rendering it
+    Those print the text the first `show` kept (`playbook.quick.show_text`); `rendered` is the launcher rendering it
     from a current playbook.json (no text kept yet). After one more append, a large playbook.json lags the log by
-    a short tail: `first_after_append` is the show that then folds the tail (`playbook.folded_show`) and keeps
+    a short tail: `first_after_append` is the show that then folds the tail (`playbook.quick.folded_show`) and keeps
     its text (one sample per run, each after an append of its own), `lagging` the shows after it."""
     import statistics
 
     from benchmarks.lean import seed_project
     from eventlog.decide import ApplyOperations
     from eventlog.events import Cause
-    from playbook import quick_show, show_text
+    from playbook.quick import quick_show, show_text
 
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 

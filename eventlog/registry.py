@@ -2,7 +2,7 @@
 
 Adding an event type is one class in `eventlog.events`, one `EventType` entry in
 `REGISTRY` below (with its handler in `eventlog.handlers`), and its rendering in
-`playbook.report`. The log's decoder, the fold's light views, the CLI's `--type`
+`playbook.rendering.report`. The log's decoder, the fold's light views, the CLI's `--type`
 names, the timeline's "which entries did this change" and the audit's ordering all
 read from here; the tests check that every entry is complete.
 """

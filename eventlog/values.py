@@ -40,7 +40,7 @@ HookName = Literal["SessionStart", "UserPromptSubmit", "SessionEnd", "PreCompact
 
 Backend = Literal["api", "cli"]
 """How the learner reaches the model: `api` is the Messages API with a key, `cli` the Claude Code CLI
-(`claude -p`) on the user's own login (`playbook.backend`)."""
+(`claude -p`) on the user's own login (`playbook.learner.backend`)."""
 
 ModelRole = Literal["reflector", "curator", "extraction"]
 """Which of the learner's prompts a model call answered (`ModelCallRecorded.role`)."""

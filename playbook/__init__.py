@@ -1,7 +1,7 @@
 """The application: the spec's public functions over the event-sourced playbook.
 
 Attributes load on first use (PEP 562), so importing a submodule such as
-`playbook.inject` costs nothing: the session-start hook depends on that.
+`playbook.quick.inject` costs nothing: the session-start hook depends on that.
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ _EXPORTS = {
     "prune_harmful": "playbook.api",
     "save_playbook": "playbook.api",
     "update_playbook_data": "playbook.api",
-    "is_diagnostic_mode": "playbook.diagnostics",
-    "save_diagnostic": "playbook.diagnostics",
-    "get_project_dir": "playbook.project",
-    "run_reflector": "playbook.models",
-    "run_curator": "playbook.models",
-    "extract_keypoints": "playbook.models",
+    "is_diagnostic_mode": "playbook.wiring.diagnostics",
+    "save_diagnostic": "playbook.wiring.diagnostics",
+    "get_project_dir": "playbook.wiring.project",
+    "run_reflector": "playbook.learner.models",
+    "run_curator": "playbook.learner.models",
+    "extract_keypoints": "playbook.learner.models",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,17 +1,17 @@
 import sys
 
-from .launcher import closed_to_devnull
+from playbook.quick.launcher import closed_to_devnull
 
 closed_to_devnull()
 if "show" in sys.argv[1:4]:  # a current playbook.json needs nothing but the standard library
-    from .quick_show import show
+    from playbook.quick.quick_show import show
 
     code = show(sys.argv[1:])
     if code is not None:
         sys.exit(code)
 
 try:
-    from .cli import main
+    from playbook.commands.cli import main
 except Exception as exc:  # a dependency that no longer imports: one line, never a traceback into Claude Code
     print(f"playbook: cannot start: {type(exc).__name__}: {exc}", file=sys.stderr)
     sys.exit(0 if sys.argv[1:2] == ["hook"] else 1)  # a hook always exits 0

@@ -27,8 +27,8 @@ from projections.render import format_state
 from projections.repository import PlaybookRepository
 from projections.snapshot import playbook_dict, read_snapshot
 
-from .diagnostics import report, warn
-from .project import repository
+from playbook.wiring.diagnostics import report, warn
+from playbook.wiring.project import repository
 
 
 class LoadedPlaybook(dict):
@@ -156,7 +156,7 @@ def load_playbook() -> dict:
     for committed in taken_in:
         report(committed.events)
     if repo.diverged is not None:
-        from .diagnostics import divergence_line
+        from playbook.wiring.diagnostics import divergence_line
 
         warn(divergence_line(repo.diverged))
     return to_playbook_dict(state, origin=state.copy())

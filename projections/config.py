@@ -50,7 +50,7 @@ def user_config_dir() -> Path:
 
 def settings_stamp(project: Path) -> str:
     """A token that changes whenever a setting that shapes the injection may have: the settings files'
-    modification times and the environment variables in STAMPED_ENV. `playbook/inject.py` computes
+    modification times and the environment variables in STAMPED_ENV. `playbook/quick/inject.py` computes
     the same token with the standard library alone."""
     parts = []
     for path in settings_paths(project):

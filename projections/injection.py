@@ -45,7 +45,7 @@ class _Output(msgspec.Struct):
 
 class _HookOutput(msgspec.Struct, omit_defaults=True):
     systemMessage: str | None = None
-    """For the user, not the model: shown when a session starts. First, so that `playbook/inject.py` can put
+    """For the user, not the model: shown when a session starts. First, so that `playbook/quick/inject.py` can put
     its notice in front of it without parsing the output."""
     hookSpecificOutput: _Output | None = None
 
@@ -342,7 +342,7 @@ def injection_file(log_size: int, snapshot_mtime_ns: int, output: bytes, stamp: 
 
 def user_mark(user_dir: Path) -> str:
     """`<log size>:<playbook.json mtime_ns>` of the user-level playbook in `user_dir`, "-" when it has no log:
-    a projection that holds it is current while this is unchanged. `playbook/inject.py` computes the same."""
+    a projection that holds it is current while this is unchanged. `playbook/quick/inject.py` computes the same."""
     try:
         size = os.stat(user_dir / "playbook.events.jsonl").st_size
     except (OSError, ValueError):

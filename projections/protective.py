@@ -3,8 +3,8 @@
 A repository's `.claude/playbook.settings.json` comes with code the user may not trust, so for the
 settings below it can move the user's choice toward the safer side, never away from it; where the
 user set nothing, the default is the user's choice. Every other setting is the project's when it
-gives one. Standard library only: `playbook.quick_hook` decides with this table before the log's
-machinery is imported, `playbook.settings` merges the learning settings with it, and
+gives one. Standard library only: `playbook.quick.quick_hook` decides with this table before the log's
+machinery is imported, `playbook.wiring.settings` merges the learning settings with it, and
 `projections.config.setting_number` the numeric settings the lean context reads.
 """
 

@@ -197,7 +197,7 @@ def _head(data: bytes) -> str:
 
 
 SHOW_TEXT_NAME = "playbook.show.txt"
-"""`playbook.show_text.SHOW_NAME`, the text `show` keeps (the layers below the application do not import it): the
+"""`playbook.quick.show_text.SHOW_NAME`, the text `show` keeps (the layers below the application do not import it): the
 two must agree."""
 
 

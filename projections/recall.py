@@ -8,7 +8,7 @@ then, from `terms_at` bytes after the JSON line, one line per term in byte order
 `<term>\t<doc>:<weight> <doc>:<weight> ...` (its best-weighted POSTINGS), each BM25
 weight worked out here so the hook only adds numbers. Both runs of lines are sorted,
 so the hook finds what it needs by binary search and never reads the rest. With recall off, `top` is 0 and nothing follows. The hook
-(`playbook/recall.py`, standard library only) decodes only the lines it prints. `terms` here must split text exactly as its copy
+(`playbook/quick/recall.py`, standard library only) decodes only the lines it prints. `terms` here must split text exactly as its copy
 there does (a test holds them together).
 """
 

@@ -1,6 +1,6 @@
 """Revert planning: the compensating events that undo transactions, decided against the log's end.
 
-The plan is made from the timeline (read-only); `playbook.audit.revert` appends it through
+The plan is made from the timeline (read-only); `playbook.commands.audit.revert` appends it through
 the write side, which decides it again against the state under the lock.
 """
 

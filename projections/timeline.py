@@ -146,7 +146,7 @@ class Timeline:
     def resolve(self, when: str, before: bool = False) -> Position:
         """The log position `when` names: a seq number, a transaction id or a session id (for those, the
         point just after it, or `before` it), or an ISO time. The command line's WHEN (`2h` ago, a trailing
-        `^`) is `playbook.when`'s."""
+        `^`) is `playbook.commands.when`'s."""
         text = when.strip()
         # isdecimal, not isdigit: int() rejects "³", which isdigit accepts.
         if text.isdecimal() and len(text) < 16:  # a seq needs no index: the fold stops at it

@@ -190,7 +190,7 @@ DISTINCT: list[tuple[str, str, str, str]] = [
     # one topic, two lessons
     (P, "Run the unit tests with pytest -q", P, "Run the end-to-end tests only in CI"),
     (M, "Never log the API key", M, "Rotate the API key every ninety days"),
-    (C, "The project uses Python 3.11", C, "The project's CLI entry point is playbook.cli:main"),
+    (C, "The project uses Python 3.11", C, "The project's CLI entry point is playbook.commands.cli:main"),
     (P, "Use msgspec for JSON", P, "Use msgpack for checkpoints"),
     (U, "The user prefers short answers", U, "The user works in the Europe/Berlin time zone"),
     (P, "Write docstrings in the imperative mood", P, "Write commit messages that say why"),

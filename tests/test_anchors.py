@@ -13,7 +13,7 @@ from eventlog.decide import ApplyOperations, decide_all
 from eventlog.events import Cause, KeyPointAdded
 from eventlog.logformat import decode_line, encode_line
 from eventlog.registry import record_decoder
-from playbook.cli import main
+from playbook.commands.cli import main
 from projections.anchors import ANCHORS_NAME, read_anchors
 from projections.repository import LOG_NAME, PlaybookRepository
 

@@ -12,7 +12,7 @@ import pytest
 import playbook as P
 from playbook import SECTION_SLUGS, apply_structured_operations, load_playbook, prune_harmful, save_playbook
 from playbook import update_playbook_data
-from playbook.project import repository
+from playbook.wiring.project import repository
 
 PAT, MIS, PREF, CTX, OTH = SECTION_SLUGS
 

@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 from eventlog.events import LearningCompleted, LearningRequested, ModelCallRecorded
-from playbook.bootstrap import sessions, transcripts_dir
-from playbook.cli import main
-from playbook.learn import learn_pending, request_learning
+from playbook.learner.bootstrap import sessions, transcripts_dir
+from playbook.commands.cli import main
+from playbook.learner.learn import learn_pending, request_learning
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, Reply, request_texts
 from tests.test_learning import REFLECTION, models, project, use  # noqa: F401

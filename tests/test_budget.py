@@ -8,8 +8,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from eventlog.events import LearningCompleted, LearningDeferred, ModelCallRecorded
-from playbook.cli import main
-from playbook.learn import learn_pending, request_learning
+from playbook.commands.cli import main
+from playbook.learner.learn import learn_pending, request_learning
 from projections import usage
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic

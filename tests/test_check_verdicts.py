@@ -18,7 +18,7 @@ from tests.test_wholecheck import keep_checkpoint
 from eventlog.errors import CorruptLogError
 from eventlog.logformat import COMMIT, stamp
 from eventlog.store import split_hash
-from playbook.audit import stats
+from playbook.commands.audit import stats
 from projections.repository import PlaybookRepository
 from projections.verify import verify
 

@@ -2,7 +2,7 @@
 
 Logs are built through the real write path (PlaybookRepository.append with the commands
 the learner and the importer use), then the commands run in-process through
-`playbook.cli.main(argv)` (and a few as real subprocesses).
+`playbook.commands.cli.main(argv)` (and a few as real subprocesses).
 
 Golden files (tests/golden/*.txt) hold human output. Transaction ids and commit times
 differ on every run, so `normalise` rewrites them before comparing: each distinct
@@ -30,7 +30,7 @@ import eventlog.store
 from eventlog.decide import ApplyOperations, CompleteLearning, Evaluate, FailLearning, ImportLegacy, Prune
 from eventlog.decide import ReplaceContent, RequestLearning
 from eventlog.events import Cause
-from playbook.cli import main
+from playbook.commands.cli import main
 from projections.repository import PlaybookRepository
 from projections.snapshot import playbook_dict
 from projections.timeline import Timeline

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from benchmarks.condense import TARGET_RATIO, measure
-from playbook.condense import CONDENSED, PLAIN, Caps
-from playbook.learn import learn_pending, request_learning
-from playbook.transcript import read_transcript
+from playbook.learner.condense import CONDENSED, PLAIN, Caps
+from playbook.learner.learn import learn_pending, request_learning
+from playbook.learner.transcript import read_transcript
 from tests.fake_anthropic import FakeAnthropic, request_texts
 from tests.test_learning import models, project, use  # noqa: F401
 
@@ -103,7 +103,7 @@ def test_an_output_repeated_word_for_word_is_sent_once(tmp_path):
 
 
 def test_a_long_output_keeps_head_tail_and_error_lines_within_its_cap():
-    from playbook.condense import cut as _cut
+    from playbook.learner.condense import cut as _cut
 
     output = "\n".join(["collecting ..."] + [f"test_{n} PASSED" for n in range(300)]
                        + ["E       AssertionError: 3 != 4"] + [f"more {n}" for n in range(300)] + ["1 failed"])

@@ -43,7 +43,7 @@ def run_cli(project: Path, *args: str, stdin: str = "") -> subprocess.CompletedP
 
 def run_main(project: Path, *args: str) -> subprocess.CompletedProcess:
     """`playbook ARGS --project PROJECT` run in this process, its output captured as `run_cli` does."""
-    from playbook.cli import main
+    from playbook.commands.cli import main
 
     with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()) as err:
         code = main([*args, "--project", str(project)])
@@ -203,7 +203,7 @@ def _cut_after(repo: PlaybookRepository, transactions: int) -> bytes:
 
 
 def session_start(project: Path) -> subprocess.CompletedProcess:
-    from playbook.install import hook_command
+    from playbook.wiring.install import hook_command
 
     return subprocess.run(hook_command("SessionStart"), shell=True, input="{}", capture_output=True, text=True,
                           env=child_env(CLAUDE_PROJECT_DIR=str(project)), cwd=project, timeout=60)
@@ -360,7 +360,7 @@ def test_verify_right_after_a_writer_killed_before_the_snapshot_catches_up_and_s
 
 
 def test_a_megabyte_text_is_cut_for_display_with_a_marker_and_shown_whole_with_full(tmp_path, capsys):
-    from playbook.cli import main
+    from playbook.commands.cli import main
 
     def run(*argv: str) -> str:
         capsys.readouterr()
@@ -402,8 +402,8 @@ OPERATIONS = st.one_of(
 @given(transactions=st.lists(st.lists(OPERATIONS, min_size=1, max_size=3), min_size=1, max_size=6),
        cut=st.integers(0, 6), data=st.data())
 def test_reads_and_the_hook_after_the_log_is_cut_back_keep_every_byte(transactions, cut, data):
-    from playbook.cli import main
-    from playbook.hooks import session_start
+    from playbook.commands.cli import main
+    from playbook.wiring.hooks import session_start
 
     with tempfile.TemporaryDirectory() as root:
         project = Path(root)

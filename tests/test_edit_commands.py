@@ -16,7 +16,7 @@ import pytest
 
 from eventlog.decide import ApplyOperations, CompleteLearning, RequestLearning
 from eventlog.events import Cause, KeyPointAdded, KeyPointDeleted, KeyPointUpdated
-from playbook.cli import main
+from playbook.commands.cli import main
 from projections.repository import PlaybookRepository
 from projections.verify import verify
 

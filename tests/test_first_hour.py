@@ -12,7 +12,7 @@ import pytest
 
 from eventlog.decide import ApplyOperations
 from eventlog.events import Cause
-from playbook.cli import build_parser
+from playbook.commands.cli import build_parser
 from tests.test_cli import Run, assert_one_line_error, demo, project, repo, run  # noqa: F401  (fixtures)
 
 SESSION = "0aec4c1e-5d7a-4f0b-9c31-7a1be2f0d9a4"

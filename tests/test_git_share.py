@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from playbook.share import BEGIN, driver_command, share, unshare
+from playbook.commands.share import BEGIN, driver_command, share, unshare
 from tests.gittools import HAS_GIT, LOG, Git, assert_clean, commits, git_env, learn, learned, playbook
 
 pytestmark = pytest.mark.skipif(not HAS_GIT, reason="git is not installed")

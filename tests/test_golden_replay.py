@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from playbook.api import apply_structured_operations, load_playbook, prune_harmful, save_playbook, update_playbook_data
-from playbook.cli import main
-from playbook.learn import learn_pending, request_learning
+from playbook.commands.cli import main
+from playbook.learner.learn import learn_pending, request_learning
 from tests.fake_anthropic import FakeAnthropic, reply_text, request_texts
 
 GOLDEN = Path(__file__).parent / "golden" / "replay"
@@ -66,7 +66,7 @@ def _fixed_datetime(clock: Clock) -> type:
 
 def _fix_time_and_ids(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every module of the project that reads the clock or draws a uuid gets a scripted one."""
-    import playbook.models  # noqa: F401 - modules the learner imports lazily read the clock too
+    import playbook.learner.models  # noqa: F401 - modules the learner imports lazily read the clock too
     import projections.usage  # noqa: F401
 
     clock = Clock()
@@ -81,7 +81,7 @@ def _fix_time_and_ids(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.setattr(module, "datetime", fixed)
         if getattr(module, "uuid", None) is uuid:
             monkeypatch.setattr(module, "uuid", ids)
-    from playbook import models
+    from playbook.learner import models
 
     # each model call takes 125 ms on this clock, whatever the machine does
     monkeypatch.setattr(models, "_clock", itertools.count(0, 0.125).__next__)

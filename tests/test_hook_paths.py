@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 from eventlog.errors import StorageError
-from playbook.learn import LEARN_LOCK, LEARN_LOG, learning_lock, request_learning, spawn_learner
+from playbook.learner.learn import LEARN_LOCK, LEARN_LOG, learning_lock, request_learning, spawn_learner
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _script(name: str, project: Path, stdin: bytes) -> subprocess.CompletedProcess[bytes]:
     env = {**os.environ, "CLAUDE_PROJECT_DIR": str(project)}
-    return subprocess.run([sys.executable, "-I", "-S", str(ROOT / "playbook" / name)], input=stdin,
+    return subprocess.run([sys.executable, "-I", "-S", str(ROOT / "playbook" / "quick" / name)], input=stdin,
                           capture_output=True, env=env, timeout=20)
 
 
@@ -106,8 +106,8 @@ def test_a_claude_directory_linked_out_of_the_project_is_neither_read_nor_writte
     (config / "t.jsonl").write_text('{"type": "user", "message": {"content": "hi"}}\n')
     session = b'{"session_id": "s1", "transcript_path": "%s", "reason": "exit"}' % str(config / "t.jsonl").encode()
     runs = {
-        "inject.py": _hook(project, sys.executable, "-I", "-S", str(ROOT / "playbook" / "inject.py"), stdin=b"{}"),
-        "recall.py": _hook(project, sys.executable, "-I", "-S", str(ROOT / "playbook" / "recall.py"),
+        "inject.py": _hook(project, sys.executable, "-I", "-S", str(ROOT / "playbook" / "quick" / "inject.py"), stdin=b"{}"),
+        "recall.py": _hook(project, sys.executable, "-I", "-S", str(ROOT / "playbook" / "quick" / "recall.py"),
                            stdin=b'{"prompt": "the other project secret"}'),
         "SessionStart": _hook(project, sys.executable, "-I", "-m", "playbook", "hook", "SessionStart", stdin=b"{}"),
         "SessionEnd": _hook(project, sys.executable, "-I", "-m", "playbook", "hook", "SessionEnd", stdin=session),
@@ -130,7 +130,7 @@ def test_a_claude_directory_linked_inside_the_project_is_used(tmp_path: Path) ->
     (project / ".claude").symlink_to("config/claude", target_is_directory=True)
     request_learning(project, "SessionEnd", "/t", "s1")
     assert (project / "config" / "claude" / "playbook.events.jsonl").exists()
-    done = _hook(project, sys.executable, "-I", "-S", str(ROOT / "playbook" / "inject.py"), stdin=b"{}")
+    done = _hook(project, sys.executable, "-I", "-S", str(ROOT / "playbook" / "quick" / "inject.py"), stdin=b"{}")
     assert done.returncode == 0 and done.stderr == b"", done
 
 
@@ -268,7 +268,7 @@ def test_a_projection_grown_far_past_what_a_session_takes_is_not_read_whole(tmp_
 
 
 def test_a_checkpoint_directory_linked_out_of_the_project_is_refused(tmp_path: Path) -> None:
-    from playbook.project import OutsideProject, repository
+    from playbook.wiring.project import OutsideProject, repository
 
     project, home, _ = _seeded(tmp_path)
     (home / "work").mkdir()

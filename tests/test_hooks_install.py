@@ -13,7 +13,7 @@ import pytest
 
 from eventlog.decide import ApplyOperations
 from eventlog.events import Cause
-from playbook.install import HOOK_EVENTS, SettingsFileError, hook_command, install, is_ours, uninstall
+from playbook.wiring.install import HOOK_EVENTS, SettingsFileError, hook_command, install, is_ours, uninstall
 from projections.repository import PlaybookRepository
 
 

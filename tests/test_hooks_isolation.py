@@ -19,7 +19,7 @@ import pytest
 
 from eventlog.decide import ApplyOperations
 from eventlog.events import Cause
-from playbook.install import HOOK_EVENTS, hook_command, install, settings_path, uninstall
+from playbook.wiring.install import HOOK_EVENTS, hook_command, install, settings_path, uninstall
 from projections.repository import PlaybookRepository
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,7 +88,7 @@ def hostile(tmp_path) -> tuple[Path, Path, Path, Path]:
 
 def wait_for_learners(project: Path, timeout: float = 60) -> None:
     """The learners the hooks started finish (with no API key each records why it skipped)."""
-    from playbook.learn import learning_lock
+    from playbook.learner.learn import learning_lock
 
     repo = PlaybookRepository(project / ".claude")
     deadline = time.monotonic() + timeout

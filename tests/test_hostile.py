@@ -54,11 +54,11 @@ from eventlog.events import LearningCompleted, LearningFailed, LearningRequested
 from eventlog.events import ModelCallRecorded, PlaybookImported, UnknownRecord
 from eventlog.legacy import normalize_playbook
 from eventlog.store import LogReader
-from playbook import cli
-from playbook.hooks import run_hook
-from playbook.install import hook_command
-from playbook.learn import learn_pending, request_learning
-from playbook.transcript import TranscriptError, claude_config_dir, read_transcript
+from playbook.commands import cli
+from playbook.wiring.hooks import run_hook
+from playbook.wiring.install import hook_command
+from playbook.learner.learn import learn_pending, request_learning
+from playbook.learner.transcript import TranscriptError, claude_config_dir, read_transcript
 from projections.repository import PlaybookRepository
 from projections.verify import verify
 from tests.fake_anthropic import FakeAnthropic, Reply, reply_text, request_texts
@@ -70,7 +70,7 @@ EVENTS = ("SessionStart", "SessionEnd", "PreCompact", "SubagentStop")
 LEARNING_EVENTS = EVENTS[1:]
 COMMON = settings(deadline=None, database=None,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-# Characters that must never reach a terminal raw from data (as in playbook/report.py).
+# Characters that must never reach a terminal raw from data (as in playbook/rendering/report.py).
 RAW_CONTROLS = [b"\x1b", b"\x07", b"\x00", b"\r", b"\x08", "\x9b".encode(), "\u202e".encode(), "\u2028".encode()]
 
 
@@ -157,7 +157,7 @@ PROCESS_INPUTS = ["binary junk, 3 MB", "valid JSON, 5 MB", "nested 100k deep", "
 
 
 def _hook_commands() -> list[tuple[str, str]]:
-    commands = [("SessionStart", hook_command("SessionStart"))]  # as installed: playbook/inject.py
+    commands = [("SessionStart", hook_command("SessionStart"))]  # as installed: playbook/quick/inject.py
     commands += [(event, f'"{sys.executable}" -m playbook hook {event}') for event in EVENTS]
     return commands
 
@@ -205,7 +205,7 @@ def test_every_bad_hook_stdin_in_process(hook_sandbox, event):
     env = {"CLAUDE_PROJECT_DIR": str(project), "CLAUDE_CONFIG_DIR": str(config), "HOME": str(config.parent),
            "PLAYBOOK_UPDATE_ON_EXIT": "1", "PLAYBOOK_UPDATE_ON_CLEAR": "1"}
     messages = {}
-    with mock.patch.dict(os.environ, env), mock.patch("playbook.learn.spawn_learner") as spawn:
+    with mock.patch.dict(os.environ, env), mock.patch("playbook.learner.learn.spawn_learner") as spawn:
         for name, stdin in BAD_STDIN.items():
             out, err = call_hook(event, stdin)
             assert_one_clean_line(err, name)
@@ -255,7 +255,7 @@ def test_any_hook_object_is_handled_in_process(hook_sandbox, payload, event):
     before = log_bytes(project)
     env = {"CLAUDE_PROJECT_DIR": str(project), "CLAUDE_CONFIG_DIR": str(config), "HOME": str(config.parent),
            "PLAYBOOK_UPDATE_ON_EXIT": "1", "PLAYBOOK_UPDATE_ON_CLEAR": "1"}
-    with mock.patch.dict(os.environ, env), mock.patch("playbook.learn.spawn_learner") as spawn:
+    with mock.patch.dict(os.environ, env), mock.patch("playbook.learner.learn.spawn_learner") as spawn:
         out, err = call_hook(event, json.dumps(payload).encode())
     assert_one_clean_line(err, payload)
     assert log_bytes(project) == before, payload
@@ -308,7 +308,7 @@ def sandbox(tmp_path, monkeypatch) -> Iterator[tuple[Path, Path, list]]:
     monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
     monkeypatch.setenv("PLAYBOOK_UPDATE_ON_EXIT", "1")
     spawned: list = []
-    monkeypatch.setattr("playbook.learn.spawn_learner", spawned.append)
+    monkeypatch.setattr("playbook.learner.learn.spawn_learner", spawned.append)
     yield project, config, spawned
 
 

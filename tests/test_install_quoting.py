@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from playbook.install import HOOK_EVENTS, hook_command, is_ours
+from playbook.wiring.install import HOOK_EVENTS, hook_command, is_ours
 
 
 @pytest.mark.parametrize("python", ['/opt/my "env"/bin/python', "/opt/a$HOME`echo x`b/python", "/opt/it's/python",

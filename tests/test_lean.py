@@ -18,7 +18,7 @@ from projections.injection import estimate_tokens, plan
 from projections.repository import PlaybookRepository
 
 ROOT = Path(__file__).resolve().parent.parent
-INJECT = ROOT / "playbook" / "inject.py"
+INJECT = ROOT / "playbook" / "quick" / "inject.py"
 
 
 @pytest.fixture(autouse=True)

@@ -14,7 +14,7 @@ import pytest
 from eventlog.decide import ImportLegacy
 from eventlog.events import Cause, CurationHeld, KeyPointDeleted, KeyPointMarkedStale, KeyPointsMerged
 from eventlog.events import LearningCompleted
-from playbook.learn import learn_pending, request_learning
+from playbook.learner.learn import learn_pending, request_learning
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, Reply, reply_text, request_texts
 

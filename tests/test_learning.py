@@ -16,7 +16,7 @@ import pytest
 from eventlog.decide import ApplyOperations
 from eventlog.events import Cause, KeyPointAdded, KeyPointEvaluated, LearningCompleted, LearningFailed
 from eventlog.events import LearningSkipped
-from playbook.learn import learn_pending, request_learning
+from playbook.learner.learn import learn_pending, request_learning
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, Reply, reply_error, reply_text, request_texts
 
@@ -252,12 +252,12 @@ def test_a_reply_with_a_lone_surrogate_lands_with_a_replacement_character(projec
 
 
 def test_a_reply_that_cannot_be_applied_is_recorded_as_failed_and_waits_for_its_retry(project, transcript, monkeypatch):
-    import playbook.learn
+    import playbook.learner.learn
 
     def broken(*args, **kwargs):
         raise RuntimeError("a bug in deciding")
 
-    monkeypatch.setattr(playbook.learn, "decide_all", broken)
+    monkeypatch.setattr(playbook.learner.learn, "decide_all", broken)
     with FakeAnthropic(models()) as api:
         use(api, monkeypatch)
         request_learning(project, "SessionEnd", str(transcript), "session-1", "other")

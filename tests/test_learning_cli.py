@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from eventlog.events import KeyPointAdded, LearningCompleted, LearningRequested
-from playbook.backend import DEFAULT_MODEL, describe, model_config
-from playbook.claude_cli import command
+from playbook.learner.backend import DEFAULT_MODEL, describe, model_config
+from playbook.learner.claude_cli import command
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, request_texts
 from tests.test_e2e_claude_code import CLAUDE, CURATION, REFLECTION, respond

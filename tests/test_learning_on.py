@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 
 from eventlog.events import LearningFailed, LearningGivenUp, PlaybookDisabled, PlaybookEnabled
-from playbook.cli import main
-from playbook.learn import learn_pending, request_learning
-from playbook.settings import Settings, load_settings
+from playbook.commands.cli import main
+from playbook.learner.learn import learn_pending, request_learning
+from playbook.wiring.settings import Settings, load_settings
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, reply_error, reply_text, request_texts
 from tests.test_hooks_install import run_hook_command
 
 ROOT = Path(__file__).resolve().parent.parent
-INJECT = ROOT / "playbook" / "inject.py"
+INJECT = ROOT / "playbook" / "quick" / "inject.py"
 REFLECTION = {"analysis": "fine", "bullet_tags": []}
 CURATION = {"reasoning": "keep it", "operations": [{"type": "ADD", "section": "OTHERS", "text": "learned after all"}]}
 

@@ -13,7 +13,7 @@ from eventlog.decide import ApplyOperations, Evaluate
 from eventlog.domain import PlaybookState
 from eventlog.events import BranchesMerged, Cause, KeyPointAdded, MergeConflictResolved, OperationSkipped
 from eventlog.store import LogReader, fold_log
-from playbook.merging import merge_driver
+from playbook.commands.merging import merge_driver
 from projections.merge import MergeRefused, merge_logs, write_merged
 from projections.repository import PlaybookRepository
 from projections.snapshot import render

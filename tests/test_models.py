@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from playbook import models
-from playbook.models import ModelError, model_config
+from playbook.learner import models
+from playbook.learner.models import ModelError, model_config
 from tests.fake_anthropic import FakeAnthropic, reply_error, reply_text
 
 PLAYBOOK = {"version": "1.0", "last_updated": None, "sections": {
@@ -135,7 +135,7 @@ def test_model_and_credentials_follow_the_documented_precedence():
 
 
 def test_the_injection_path_never_imports_anthropic():
-    code = ("import sys, playbook, playbook.hooks, playbook.inject, playbook.api, projections.injection;"
+    code = ("import sys, playbook, playbook.wiring.hooks, playbook.quick.inject, playbook.api, projections.injection;"
             "print('anthropic' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
@@ -144,7 +144,7 @@ def test_the_injection_path_never_imports_anthropic():
 def test_the_learning_hooks_import_neither_anthropic_nor_asyncio():
     # A SessionEnd hook records the request and starts the learner: Claude Code waits for it,
     # so it must not pay for the model client or the event loop the learner alone needs.
-    code = ("import sys, playbook.cli, playbook.hooks, playbook.learn;"
+    code = ("import sys, playbook.commands.cli, playbook.wiring.hooks, playbook.learner.learn;"
             "print(sorted(m for m in ('anthropic', 'asyncio', 'httpx') if m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"

@@ -27,10 +27,10 @@ from eventlog.events import Cause, Event, KeyPointAdded, ModelCallRecorded
 from eventlog.evolve import apply_transaction
 from eventlog.registry import touched_names
 from eventlog.store import LogReader
-from playbook.audit import revert
-from playbook.cli import main
-from playbook.page import write_page
-from playbook.serve import make_server
+from playbook.commands.audit import revert
+from playbook.commands.cli import main
+from playbook.rendering.page import write_page
+from playbook.commands.serve import make_server
 from projections.pagedata import build, safe_json
 from projections.prices import estimate
 from projections.repository import PlaybookRepository

@@ -21,9 +21,9 @@ from eventlog.events import Cause
 from eventlog.fastread import RunReader
 from eventlog.logformat import stamp, start
 from eventlog.store import LogReader, fold_log
-from playbook.audit import revert
-from playbook.cli import main
-from playbook.purge import match_redactor
+from playbook.commands.audit import revert
+from playbook.commands.cli import main
+from playbook.commands.purge import match_redactor
 from projections.pagedata import PageData, build
 from projections.purge import purge
 from projections.repository import PlaybookRepository

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from eventlog.events import LearningSkipped
-from playbook.learn import learn_pending, request_learning
-from playbook.settings import load_settings, never_learn_match
-from playbook.transcript import read_transcript, without_private
+from playbook.learner.learn import learn_pending, request_learning
+from playbook.wiring.settings import load_settings, never_learn_match
+from playbook.learner.transcript import read_transcript, without_private
 from projections.repository import PlaybookRepository
 
 

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from playbook.cli import main
-from playbook.lean import lean_settings
-from playbook.learn import learn_pending, request_learning
-from playbook.project import user_repository
-from playbook.settings import LEAN_PROTECTIVE, Settings, load_settings, resolve_settings
+from playbook.commands.cli import main
+from playbook.learner.lean import lean_settings
+from playbook.learner.learn import learn_pending, request_learning
+from playbook.wiring.project import user_repository
+from playbook.wiring.settings import LEAN_PROTECTIVE, Settings, load_settings, resolve_settings
 from projections.protective import COMBINE
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, reply_text, request_texts

@@ -15,12 +15,12 @@ import pytest
 
 from eventlog.decide import ApplyOperations
 from eventlog.events import Cause
-from playbook.backend import find_claude, model_config
-from playbook.quick_hook import _which, can_reach_model, nothing_to_do, switches
-from playbook.settings import load_settings
+from playbook.learner.backend import find_claude, model_config
+from playbook.quick.quick_hook import _which, can_reach_model, nothing_to_do, switches
+from playbook.wiring.settings import load_settings
 from projections.repository import PlaybookRepository
 
-LAUNCH = Path(__file__).resolve().parents[1] / "playbook" / "launch.py"
+LAUNCH = Path(__file__).resolve().parents[1] / "playbook" / "quick" / "launch.py"
 SWITCHES = ("playbook_update_on_exit", "playbook_update_on_clear", "playbook_update_on_subagent_stop",
             "playbook_update_on_precompact")
 
@@ -127,7 +127,7 @@ def test_the_full_hook_runs_whenever_it_would_change_something(env, tmp_path):
 def test_a_disabled_project_runs_the_full_hook(env):
     project = Path(env["CLAUDE_PROJECT_DIR"])
     ready(project)
-    from playbook.cli import main
+    from playbook.commands.cli import main
 
     assert main(["disable"]) == 0
     end = {"reason": "prompt_input_exit", "transcript_path": "/nowhere"}
@@ -188,7 +188,9 @@ def test_input_the_decision_cannot_read_is_left_to_the_full_hook(env):
 
 def test_what_the_decision_copies_agrees_with_the_full_hook(env, monkeypatch):
     from eventlog.domain import PlaybookState
-    from playbook import backend, hooks, notice, project, quick_hook, settings
+    from playbook.learner import backend
+    from playbook.wiring import hooks, notice, project, settings
+    from playbook.quick import quick_hook
     from projections import config as settings_files
 
     assert [name for name, _ in quick_hook.PLAYBOOK_FILES] == [name for name, _ in project.PLAYBOOK_PATHS]

@@ -1,5 +1,5 @@
 """`playbook show` answered from a current playbook.json, or from the text the last `show` kept
-(playbook/quick_show.py, playbook/show_text.py), with the standard library alone prints exactly what the full
+(playbook/quick/quick_show.py, playbook/quick/show_text.py), with the standard library alone prints exactly what the full
 command prints, never a text rendered from files that have changed since, and leaves every other case to it."""
 
 from __future__ import annotations
@@ -18,15 +18,16 @@ import pytest
 from eventlog.decide import ApplyOperations, Evaluate, ImportLegacy
 from eventlog.domain import SECTION_SLUGS
 from eventlog.events import Cause
-from playbook import folded_show, quick_show, share, show_text
-from playbook.audit import PointState
-from playbook.cli import main
-from playbook.report import show_lines
-from playbook.terminal import SHOWN, Style
+from playbook.quick import folded_show, quick_show, show_text
+from playbook.commands import share
+from playbook.commands.audit import PointState
+from playbook.commands.cli import main
+from playbook.rendering.report import show_lines
+from playbook.rendering.terminal import SHOWN, Style
 from projections.repository import PlaybookRepository
 
 ROOT = Path(__file__).resolve().parent.parent
-LAUNCHER = ROOT / "playbook" / "launch.py"
+LAUNCHER = ROOT / "playbook" / "quick" / "launch.py"
 TEXTS = ["plain ascii", "escape \x1b[31mred\x1b[0m and a bell \x07", "new\nline and tab\t", "wide 漢字 and é",
          "bidi \u202e override", "x" * (SHOWN + 50)]
 
@@ -66,7 +67,7 @@ def full_painted(project: Path) -> bytes:
 def test_the_constants_are_the_full_commands():
     assert quick_show.SECTIONS == tuple(SECTION_SLUGS)
     assert quick_show.DRIVER_ATTRIBUTE == f"merge={share.DRIVER}".encode()
-    assert all((Path(show_text.__file__).parent / name).is_file() for name in show_text.RENDERERS)
+    assert all((Path(show_text.__file__).parents[1] / name).is_file() for name in show_text.RENDERERS)
 
 
 @pytest.mark.parametrize("color", [False, True])
@@ -189,8 +190,8 @@ def test_a_kept_text_is_never_printed_once_the_files_it_came_from_change(tmp_pat
     full_show(tmp_path)
     stamped = show_text.stamp(claude)
     assert show_text.kept(claude, stamped, False) is not None
-    assert "report.py" in show_text.RENDERERS and "quick_show.py" in show_text.RENDERERS
-    monkeypatch.setattr(show_text, "RENDERERS", (*show_text.RENDERERS[:-1], "launcher.py"))
+    assert "rendering/report.py" in show_text.RENDERERS and "quick/quick_show.py" in show_text.RENDERERS
+    monkeypatch.setattr(show_text, "RENDERERS", (*show_text.RENDERERS[:-1], "quick/launcher.py"))
     assert show_text.kept(claude, show_text.stamp(claude), False) is None
     monkeypatch.undo()
     monkeypatch.setattr(sys, "hexversion", sys.hexversion + 1)
@@ -343,7 +344,7 @@ def test_the_launcher_imports_nothing_from_the_directory_it_runs_in(tmp_path):
 def test_the_console_script_answers_show_and_every_other_command(tmp_path):
     seed(tmp_path)
     expected = full_show(tmp_path)
-    script = "import sys; from playbook.launch import console; sys.exit(console())"
+    script = "import sys; from playbook.quick.launch import console; sys.exit(console())"
     for args, check in ((["show"], lambda out: out == expected), (["log", "-n", "1"], lambda out: "tx " in out)):
         done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, cwd=tmp_path,
                               env={**os.environ, "CLAUDE_PROJECT_DIR": str(tmp_path)}, timeout=60)

@@ -12,12 +12,12 @@ import pytest
 
 from eventlog.decide import ApplyOperations, ImportLegacy
 from eventlog.events import Cause
-from playbook import recall as hook
+from playbook.quick import recall as hook
 from projections import recall as index
 from projections.repository import PlaybookRepository
 
 ROOT = Path(__file__).resolve().parent.parent
-RECALL = ROOT / "playbook" / "recall.py"
+RECALL = ROOT / "playbook" / "quick" / "recall.py"
 TOPICS = ["parser", "lock", "cache", "queue", "schema", "socket", "logger", "router", "worker", "mailer"]
 
 
@@ -79,7 +79,7 @@ def test_the_hook_and_the_index_split_words_alike():
 def test_both_hooks_stamp_the_settings_as_the_projection_does(tmp_path, monkeypatch):
     """The hooks keep standard-library copies of `config.settings_stamp`; a projection whose stamp
     they compute differently would never be served."""
-    from playbook import inject
+    from playbook.quick import inject
     from projections import config as settings_files
 
     home, project = tmp_path / "stamp-home", tmp_path / "stamp-project"

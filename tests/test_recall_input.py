@@ -22,6 +22,6 @@ INPUTS = {
 
 @pytest.mark.parametrize("name", list(INPUTS))
 def test_recall_is_silent_on_input_that_is_no_hook_json(tmp_path: Path, name: str) -> None:
-    done = subprocess.run([sys.executable, "-I", "-S", str(ROOT / "playbook" / "recall.py")], input=INPUTS[name],
+    done = subprocess.run([sys.executable, "-I", "-S", str(ROOT / "playbook" / "quick" / "recall.py")], input=INPUTS[name],
                           capture_output=True, env={**os.environ, "CLAUDE_PROJECT_DIR": str(tmp_path)}, timeout=20)
     assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")

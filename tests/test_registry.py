@@ -8,7 +8,7 @@ import msgspec
 
 from eventlog import events as ev
 from eventlog.registry import BY_TAG, FAMILIES, REGISTRY, SHORT_NAMES, cites, mentions, record_decoder, touched_names
-from playbook.event_text import PARTS
+from playbook.rendering.event_text import PARTS
 
 
 def _event_classes() -> set[type]:

@@ -29,10 +29,10 @@ from eventlog.events import (
     ProposalRejected,
 )
 from eventlog.evolve import fold
-from playbook import review
-from playbook.audit import revert
-from playbook.lean import LeanSettings, curation_commands
-from playbook.learn import learn_pending, request_learning
+from playbook.learner import review
+from playbook.commands.audit import revert
+from playbook.learner.lean import LeanSettings, curation_commands
+from playbook.learner.learn import learn_pending, request_learning
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic
 from tests.test_learning import CURATION, FIXTURES, models, use

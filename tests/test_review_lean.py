@@ -11,7 +11,7 @@ from pathlib import Path
 
 from eventlog.decide import ImportLegacy, ProposeOperations
 from eventlog.events import Cause, CurationHeld, KeyPointsMerged, ProposalAccepted, ProposalRecorded
-from playbook import review
+from playbook.learner import review
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic
 from tests.test_lean_learning import ROOT, cycle, events_of, models, project, seed  # noqa: F401 (fixture)
@@ -115,7 +115,7 @@ def test_session_start_says_in_one_line_that_proposals_wait_from_the_projected_b
 
     def session_start() -> dict:
         # the installed hook: standard library only, copying the projection's bytes
-        run = subprocess.run([sys.executable, "-I", "-S", str(ROOT / "playbook" / "inject.py")], input="{}",
+        run = subprocess.run([sys.executable, "-I", "-S", str(ROOT / "playbook" / "quick" / "inject.py")], input="{}",
                              capture_output=True, text=True, env=env, timeout=60)
         assert run.returncode == 0 and run.stderr == ""
         return json.loads(run.stdout) if run.stdout else {}

@@ -14,7 +14,7 @@ import pytest
 
 from eventlog.decide import ApplyOperations
 from eventlog.events import Cause
-from playbook.scrub import find_secrets, scrub
+from playbook.learner.scrub import find_secrets, scrub
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, reply_text, request_texts
 from tests.secret_corpus import PLANTED, all_planted, code_heavy_text, contexts
@@ -177,8 +177,8 @@ def test_the_hooks_and_the_session_start_path_never_import_the_detector(tmp_path
     PlaybookRepository(project / ".claude").append(
         [ApplyOperations([{"type": "ADD", "text": "run the tests", "section": "PATTERNS & APPROACHES"}])],
         Cause(source="test"))
-    code = ("import sys, playbook.cli, playbook.hooks, playbook.learn, playbook.inject;"
-            f"from playbook.hooks import session_start_output; assert session_start_output({str(project)!r});"
+    code = ("import sys, playbook.commands.cli, playbook.wiring.hooks, playbook.learner.learn, playbook.quick.inject;"
+            f"from playbook.wiring.hooks import session_start_output; assert session_start_output({str(project)!r});"
             "print('detect_secrets' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"

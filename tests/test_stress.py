@@ -56,7 +56,7 @@ from eventlog.events import KeyPointMoved, KeyPointPruned, KeyPointsMerged, KeyP
 from eventlog.events import LearningFailed, LearningRequested, LearningSkipped, TailRepaired, TransactionCommitted
 from eventlog.evolve import apply_transaction, fold
 from eventlog.store import LogReader, Position, fold_log
-from playbook import inject
+from playbook.quick import inject
 from projections import checkpoints
 from projections.injection import INJECTION_NAME, hook_output
 from projections.repository import LOG_NAME, SNAPSHOT_NAME, PlaybookRepository
@@ -190,8 +190,8 @@ def _learner(project: str, config_dir: str, result_dir: str, worker: int, env: d
     """Records learning requests for fresh transcripts and runs the pending ones, like the background learner."""
     try:
         _child_setup(env)
-        import playbook.models  # noqa: F401 - the anthropic SDK loads before the clock starts
-        from playbook.learn import learn_pending, request_learning
+        import playbook.learner.models  # noqa: F401 - the anthropic SDK loads before the clock starts
+        from playbook.learner.learn import learn_pending, request_learning
 
         fixture = FIXTURE.read_text()
         transcripts = Path(config_dir, "projects", "-stress-project")
@@ -265,7 +265,7 @@ def _hook_reader(project: str, result_dir: str, worker: int, env: dict, barrier,
     """Runs the installed SessionStart command in a loop, and reads playbook.json between runs."""
     try:
         _child_setup(env)
-        from playbook.install import hook_command
+        from playbook.wiring.install import hook_command
 
         command = hook_command("SessionStart")
         payload = json.dumps({"hook_event_name": "SessionStart", "source": "startup",
@@ -529,7 +529,7 @@ def test_everything_at_once_for_a_few_seconds(tmp_path, capsys):
     assert trips >= 1 and all(r["rebuilds"] + r["refreshes"] >= 1 for r in rebuilds)
 
     # And the hook, run once more now, prints exactly the final playbook.
-    from playbook.install import hook_command
+    from playbook.wiring.install import hook_command
 
     done = subprocess.run(hook_command("SessionStart"), shell=True, input=b"{}", cwd=project, capture_output=True,
                           env={**os.environ, "CLAUDE_PROJECT_DIR": str(project)}, timeout=60)

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 from hypothesis import given
 from hypothesis import strategies as st
 
-from playbook.terminal import when
+from playbook.rendering.terminal import when
 
 zones = st.one_of(st.none(), st.integers(-23 * 60, 23 * 60).map(lambda m: timezone(timedelta(minutes=m))))
 

@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from eventlog.errors import PlaybookError
-from playbook.transcript import Message, Transcript, TranscriptError, cited_ids, read_transcript
+from playbook.learner.transcript import Message, Transcript, TranscriptError, cited_ids, read_transcript
 
 FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
 
@@ -299,7 +299,7 @@ def test_unreadable_path_is_an_error(tmp_path, monkeypatch):
         def refuse(*args: object, **kwargs: object) -> None:
             raise PermissionError(13, "Permission denied", str(path))
 
-        monkeypatch.setattr("playbook.transcript.open", refuse, raising=False)
+        monkeypatch.setattr("playbook.learner.transcript.open", refuse, raising=False)
     try:
         with pytest.raises(TranscriptError, match=r"t\.jsonl: Permission denied"):
             read_transcript(path)

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from eventlog.events import LearningCompleted, LearningFailed, ModelCallRecorded
-from playbook.cli import main
-from playbook.learn import learn_pending, request_learning
+from playbook.commands.cli import main
+from playbook.learner.learn import learn_pending, request_learning
 from projections.prices import PRICES_AS_OF, estimate
 from tests.fake_anthropic import FakeAnthropic, Reply, reply_error, reply_text, request_texts
 from tests.test_learning import CURATION, FIXTURES, REFLECTION, project, transactions, use  # noqa: F401

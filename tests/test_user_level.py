@@ -17,9 +17,9 @@ import pytest
 
 from eventlog.decide import ApplyOperations
 from eventlog.events import Cause
-from playbook.cli import main
-from playbook.install import hook_command
-from playbook.project import user_dir, user_repository
+from playbook.commands.cli import main
+from playbook.wiring.install import hook_command
+from playbook.wiring.project import user_dir, user_repository
 from projections.injection import plan
 from projections.repository import PlaybookRepository
 from projections.verify import verify
@@ -67,7 +67,7 @@ def test_the_location_follows_claude_config_dir(monkeypatch, tmp_path):
     monkeypatch.delenv("CLAUDE_CONFIG_DIR")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert user_dir() == tmp_path / "home" / ".claude" / "playbook"
-    from playbook import inject  # the hook's standard-library copy agrees
+    from playbook.quick import inject  # the hook's standard-library copy agrees
 
     assert inject.user_dir() == str(user_dir())
 
@@ -151,7 +151,7 @@ def test_a_change_to_the_user_level_playbook_reaches_every_projects_next_session
         header = (where / ".claude" / "playbook.hook.json").read_bytes().split(b"\n", 1)[0].split()
         size = (user_dir() / "playbook.events.jsonl").stat().st_size
         assert header[3].decode() == f"{size}:{(user_dir() / 'playbook.json').stat().st_mtime_ns}"
-        from playbook import inject
+        from playbook.quick import inject
 
         assert inject._fast(str(where / ".claude")) is not None
 
@@ -162,7 +162,7 @@ def test_a_project_without_a_playbook_gets_the_users_and_nothing_is_written_in_i
     for _ in range(2):
         assert "[user:pref-001] helpful=0 harmful=0 :: Answer in English" in context(session_start(project))
     assert list(project.iterdir()) == []
-    from playbook import inject  # the second session was served by the user-level projection, as it is
+    from playbook.quick import inject  # the second session was served by the user-level projection, as it is
 
     assert inject._fast(str(user_dir()), user_level=True) is not None
 
@@ -219,7 +219,7 @@ def test_purge_user_takes_a_text_out_of_the_user_level_log_only(project, capsys)
 
 
 def test_the_hook_reads_no_user_level_projection_through_a_link(project, capsys, tmp_path):
-    from playbook import inject
+    from playbook.quick import inject
 
     assert run(capsys, "add", "--user", "Answer in English", "--section", "pref")[0] == 0
     projection = user_dir() / "playbook.hook.json"

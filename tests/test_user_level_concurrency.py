@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from eventlog.events import KeyPointAdded, LearningCompleted
-from playbook.install import hook_command
+from playbook.wiring.install import hook_command
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, Reply, reply_text, request_texts
 from tests.test_learning import FIXTURES

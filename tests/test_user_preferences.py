@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 
 from eventlog.events import KeyPointAdded
-from playbook.learn import learn_pending, request_learning
-from playbook.project import user_repository
+from playbook.learner.learn import learn_pending, request_learning
+from playbook.wiring.project import user_repository
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, reply_text, request_texts
 from tests.test_learning import FIXTURES, REFLECTION, use

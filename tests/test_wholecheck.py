@@ -19,7 +19,7 @@ from eventlog.domain import PlaybookState
 from eventlog.logformat import COMMIT
 from eventlog.store import LogReader
 from eventlog.wholecheck import _ChainElsewhere, halves_fold, parallel_fold
-from playbook.audit import stats
+from playbook.commands.audit import stats
 from projections.checkpoints import CHECKPOINT_DIR, Checkpoint
 from projections.repository import PlaybookRepository
 from projections.verify import verify
@@ -193,7 +193,7 @@ def test_a_killed_first_half_leaves_the_verdict_to_the_single_process_road(
 @pytest.mark.parametrize("lag", [False, True], ids=["current", "lagging"])
 def test_stats_counts_the_log_and_takes_the_playbook_from_a_trusted_snapshot(
         repo: PlaybookRepository, monkeypatch: pytest.MonkeyPatch, lag: bool) -> None:
-    import playbook.audit
+    import playbook.commands.audit
 
     head, tail = _split(GOLDEN.read_bytes())
     repo.log_path.write_bytes(head if lag else head + tail)
@@ -203,13 +203,13 @@ def test_stats_counts_the_log_and_takes_the_playbook_from_a_trusted_snapshot(
             handle.write(tail)
     expected = _single(repo)[1]
     roads: list[bool] = []
-    fold = playbook.audit.parallel_fold
+    fold = playbook.commands.audit.parallel_fold
 
     def seen(*args: Any, apply: bool = True) -> Any:
         roads.append(apply)
         return fold(*args, apply=apply)
 
-    monkeypatch.setattr(playbook.audit, "parallel_fold", seen)
+    monkeypatch.setattr(playbook.commands.audit, "parallel_fold", seen)
     assert msgspec.to_builtins(stats(repo)) == expected
     assert roads == [False]  # counted, not applied
     repo.snapshot_path.write_bytes(repo.snapshot_path.read_bytes().replace(b'"helpful": 0', b'"helpful": 9', 1))

@@ -22,7 +22,7 @@ from playbook import (
     prune_harmful,
     update_playbook_data,
 )
-from playbook.replies import extract_json, parse_curator_reply, parse_extraction_reply
+from playbook.learner.replies import extract_json, parse_curator_reply, parse_extraction_reply
 
 from tests.spec.helpers import (
     CANON,

@@ -30,7 +30,7 @@ from playbook import (
     save_playbook,
     update_playbook_data,
 )
-from playbook.replies import parse_curator_reply
+from playbook.learner.replies import parse_curator_reply
 
 from tests.spec.helpers import CANON, ENTRY_KEYS
 

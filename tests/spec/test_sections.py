@@ -23,7 +23,7 @@ from playbook import (
     save_playbook,
     update_playbook_data,
 )
-from playbook.replies import build_playbook_dict
+from playbook.learner.replies import build_playbook_dict
 
 from tests.spec.helpers import (
     CANON,

@@ -1,0 +1,113 @@
+"""`playbook purge --secrets | --match TEXT`: take a secret out of the log's whole history.
+
+The detector is `playbook.learner.scrub`'s, the one the learner runs before anything is sent or
+recorded; `--match` redacts a text the user names (recorded as `match`, never quoted).
+The rewrite itself is `projections.purge`'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from eventlog.errors import PlaybookError, StorageError
+from projections.anchors import ANCHORS_NAME
+from projections.purge import Purged, Redact, purge
+from projections.repository import LOG_NAME
+
+from .output import out_json
+from playbook.wiring.project import playbook_of
+from playbook.rendering.safe_text import clean
+
+MATCH_REDACTION = "[REDACTED:match]"
+MIN_MATCH = 4
+"""Shorter texts would redact ordinary words all over the log."""
+
+
+def secrets_redactor() -> Redact:
+    from playbook.learner.scrub import find_secrets, scrub
+
+    def redact(text: str) -> tuple[str, int]:
+        found = find_secrets(text)
+        return (scrub(text), len(found)) if found else (text, 0)
+
+    return redact
+
+
+def match_redactor(needle: str) -> Redact:
+    def redact(text: str) -> tuple[str, int]:
+        count = text.count(needle)
+        return (text.replace(needle, MATCH_REDACTION), count) if count else (text, 0)
+
+    return redact
+
+
+def still_holding(claude_dir: Path, needle: str | None) -> list[Path]:
+    """Files under `.claude/` besides the log that still hold what was purged (kept tails, legacy copies, the
+    learner's log): the purge does not rewrite them, the user should look at them."""
+    from playbook.learner.scrub import find_secrets
+
+    found = []
+    for path in sorted(claude_dir.rglob("*")):
+        if not path.is_file() or path.is_symlink() or path.name in (LOG_NAME, f"{LOG_NAME}.lock"):
+            continue
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if len(data) > (64 << 20):
+            continue
+        text = data.decode("utf-8", "replace")
+        if (needle is not None and needle in text) or (needle is None and find_secrets(text)):
+            found.append(path)
+    return found
+
+
+def cmd_purge(args: argparse.Namespace) -> int:
+    if bool(args.secrets) == (args.match is not None):
+        raise PlaybookError("give one of --secrets or --match TEXT")
+    if args.match is not None and len(args.match.strip()) < MIN_MATCH:
+        raise PlaybookError(f"--match needs a text of at least {MIN_MATCH} characters")
+    repo = playbook_of(args)
+    if not repo.store.exists():
+        raise PlaybookError("no log yet: nothing to purge")
+    redact = match_redactor(args.match) if args.match is not None else secrets_redactor()
+    keep = Path(args.keep_original).absolute() if args.keep_original else None
+
+    def progress(what: str) -> None:
+        if sys.stderr.isatty():
+            print(f"purge: {what}", file=sys.stderr)
+
+    try:
+        result = purge(repo, redact, "match" if args.match is not None else "secrets", keep, progress)
+    except StorageError as exc:
+        raise PlaybookError(str(exc)) from exc
+    except OSError as exc:
+        raise PlaybookError(f"cannot purge {repo.log_path}: {exc.strerror or exc}") from exc
+    leftovers = still_holding(repo.claude_dir, args.match) if result.seqs else []
+    if args.json:
+        import msgspec
+
+        out_json({**msgspec.to_builtins(result), "still_holding": [str(p) for p in leftovers]})
+        return 0
+    for line in _lines(result, leftovers, repo.claude_dir / ANCHORS_NAME):
+        print(line)
+    return 0
+
+
+def _lines(result: Purged, leftovers: list[Path], anchors: Path) -> list[str]:
+    if not result.seqs:
+        return ["nothing to purge: no line of the log holds it"]
+    seqs = ", ".join(str(s) for s in result.seqs[:12]) + (", ..." if len(result.seqs) > 12 else "")
+    lines = [f"purged {result.redactions} redaction(s) from {len(result.seqs)} line(s) (seq {seqs})",
+             f"chain re-stamped from seq {result.seqs[0]}: head {result.head_before} -> {result.head_after}",
+             f"recorded as HistoryRewritten at seq {result.record_seq}",
+             (f"the original log kept at {clean(result.kept_original)}" if result.kept_original
+              else "the original log is removed"),
+             "rebuilt playbook.json, the hook's projection, the recall index and the checkpoints"]
+    if result.anchored:
+        lines.append(f"anchored the rewrite in {clean(str(anchors))}: commit it with the log")
+    for path in leftovers:
+        lines.append(f"still holds it (not rewritten, look at it): {clean(str(path))}")
+    return lines

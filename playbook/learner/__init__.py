@@ -1,0 +1,1 @@
+"""Learning from sessions: requests, the reflector and curator calls, transcripts, scrubbing, review, the injection budget's guard."""

@@ -1,0 +1,234 @@
+"""A lean context: what the injection budget gives the next session, and what it leaves out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from eventlog import similarity
+from eventlog.collapse import DEFAULT_MAX_REMOVED_SHARE, DEFAULT_MAX_SHRINK_SHARE, HoldCuration, Limits, collapse_reason, loss
+from eventlog.decide import ApplyOperations, Command, Evaluate, MergeDuplicates, SweepStale, decide
+from eventlog.domain import PlaybookState
+from eventlog.events import Cause, Event, KeyPointAdded, KeyPointUpdated
+from eventlog.evolve import fold
+from projections.config import setting_number
+from projections.injection import Injection, injection_budget, plan
+from projections.repository import PlaybookRepository
+
+
+class _Output(msgspec.Struct):
+    additionalContext: str = ""
+
+
+class _HookOutput(msgspec.Struct):
+    hookSpecificOutput: _Output = msgspec.field(default_factory=_Output)
+
+
+def current_plan(repo: PlaybookRepository, state: PlaybookState | None = None) -> Injection:
+    """The injection plan for the playbook now, under the budget in force for the project."""
+    state = repo.state() if state is None else state
+    if repo.user_level:
+        return plan(PlaybookState(), injection_budget(repo.claude_dir.parent), state)
+    return plan(state, injection_budget(repo.claude_dir.parent), repo.user_playbook()[0])
+
+
+def injected_context(repo: PlaybookRepository) -> Injection:
+    """Exactly what the next session receives: the projected hook output, brought up to date first."""
+    state = repo.refresh()
+    planned = current_plan(repo, state)
+    try:
+        output = repo.injection_path.read_bytes().partition(b"\n")[2]
+    except OSError:
+        output = b""
+    text = msgspec.json.decode(output, type=_HookOutput).hookSpecificOutput.additionalContext if output.strip() else ""
+    return msgspec.structs.replace(planned, text=text)
+
+
+def left_out_state(repo: PlaybookRepository) -> PlaybookState:
+    """The playbook now, keeping only the key points the budget leaves out of the injection."""
+    state = repo.state()
+    return _only(state, set(current_plan(repo, state).left_out))
+
+
+# --- settings of the lean context -------------------------------------------------------------------
+
+
+class LeanSettings(msgspec.Struct, frozen=True):
+    """The learner's side of the lean context (each a setting of the same name, see README)."""
+
+    stale_after: int = 20
+    retire_after: int = 60
+    max_removed_share: float = DEFAULT_MAX_REMOVED_SHARE
+    max_shrink_share: float = DEFAULT_MAX_SHRINK_SHARE
+    dedup_threshold: float | None = None
+
+
+def lean_settings(project: Path) -> LeanSettings:
+    defaults = LeanSettings()
+    threshold = setting_number(project, "playbook_dedup_threshold", -1.0)
+    return LeanSettings(
+        stale_after=int(setting_number(project, "playbook_stale_after_sessions", defaults.stale_after)),
+        retire_after=int(setting_number(project, "playbook_retire_after_sessions", defaults.retire_after)),
+        max_removed_share=setting_number(project, "playbook_collapse_max_removed_share", defaults.max_removed_share),
+        max_shrink_share=setting_number(project, "playbook_collapse_max_shrink_share", defaults.max_shrink_share),
+        dedup_threshold=threshold if 0 < threshold <= 1 else None,
+    )
+
+
+# --- the learner's hooks: collapse guard, near-duplicates of what the curator adds, staleness ----------
+
+
+def curation_commands(state: PlaybookState, evaluations: Any, operations: Any,
+                      settings: LeanSettings) -> tuple[list[Command], str | None]:
+    """The commands that carry out a curator reply on `state`, and why it was held (None when applied).
+
+    A reply that would delete or merge away, or shrink the text by, more than the settings allow is
+    held: one `HoldCuration` instead of its operations. Otherwise its operations, then a merge of each
+    key point it added into an existing near-duplicate.
+    """
+    tagged = fold(decide(state, Evaluate(evaluations)), state)
+    after_curation, held = guarded(tagged, decide(tagged, ApplyOperations(operations)), operations, settings)
+    if held is not None:
+        return [held], held.reason
+    return [ApplyOperations(operations), *after_curation], None
+
+
+def guarded(before: PlaybookState, events: list[Event], operations: Any,
+            settings: LeanSettings) -> tuple[list[Command], HoldCuration | None]:
+    """The collapse guard and the near-duplicate merge over curator `events` decided on `before`.
+
+    Returns the `HoldCuration` to record instead of `events` when they would collapse the playbook;
+    otherwise the commands that follow them: a merge of each key point they added into an existing
+    near-duplicate (none when there is nothing to merge).
+    """
+    after = fold(events, before)
+    found = loss(before, after)
+    reason = collapse_reason(found, Limits(settings.max_removed_share, settings.max_shrink_share))
+    if reason is not None:
+        return [], HoldCuration(operations=operations, reason=reason, loss=found)
+    added = [event.name for event in events if isinstance(event, KeyPointAdded)]
+    # What the reply itself re-worded is what the curator meant it to say: not a duplicate to fold away.
+    updated = {event.name for event in events if isinstance(event, KeyPointUpdated)}
+    pairs = near_duplicates_of(after, added, settings.dedup_threshold, exclude=updated)
+    return ([MergeDuplicates(pairs=pairs, method=similarity.method())] if pairs else []), None
+
+
+def near_duplicates_of(state: PlaybookState, names: list[str], threshold: float | None = None,
+                       exclude: set[str] | frozenset[str] = frozenset()) -> list[tuple[str, str, float]]:
+    """For each of `names`, the most alike other key point (not in `exclude`) at or above the threshold:
+    (kept, new, score). The older key point is kept, with its text and name's history."""
+    using = similarity.method()
+    threshold = similarity.THRESHOLDS[using] if threshold is None else threshold
+    pairs: list[tuple[str, str, float]] = []
+    taken: set[str] = set()
+    for name in names:
+        new = state.get(name)
+        if new is None or name in taken:
+            continue
+        best: tuple[float, str] | None = None
+        for _section, kp in state.entries():
+            if kp.name == name or kp.name in taken or kp.name in names or kp.name in exclude:
+                continue
+            score = similarity.similarity(kp.text, new.text, using)
+            if score >= threshold and (best is None or score > best[0]):
+                best = (score, kp.name)
+        if best is not None:
+            pairs.append((best[1], name, best[0]))
+            taken.update((best[1], name))
+    return pairs
+
+
+def duplicates_in(state: PlaybookState, threshold: float | None = None) -> list[tuple[str, str, float]]:
+    """Near-duplicate pairs across the whole playbook, most alike first, each key point in one pair at
+    most: (kept, duplicate, similarity), keeping the better track record (then the older one)."""
+    entries = [kp for _section, kp in state.entries()]
+    order = {kp.name: index for index, kp in enumerate(entries)}
+    pairs: list[tuple[str, str, float]] = []
+    taken: set[str] = set()
+    for i, j, score in similarity.duplicate_pairs([kp.text for kp in entries], threshold):
+        a, b = entries[i], entries[j]
+        if a.name in taken or b.name in taken:
+            continue
+        kept, duplicate = sorted((a, b), key=lambda kp: (-(kp.helpful - kp.harmful), order[kp.name]))
+        pairs.append((kept.name, duplicate.name, score))
+        taken.update((a.name, b.name))
+    return pairs
+
+
+def sweep_stale(repo: PlaybookRepository, settings: LeanSettings, session: str | None = None) -> list:
+    """Mark and retire stale key points as a transaction of its own (so it can be reverted alone)."""
+    if not settings.stale_after and not settings.retire_after:
+        return []
+    committed = repo.append([SweepStale(stale_after=settings.stale_after, retire_after=settings.retire_after)],
+                            Cause(source="stale", session=session,
+                                  note=f"unused for {settings.stale_after} sessions: stale; "
+                                       f"for {settings.retire_after}: retired"))
+    return [] if committed is None else list(committed.events)
+
+
+# --- proof of use ---------------------------------------------------------------------------------------
+
+
+class UsageRow(msgspec.Struct, frozen=True):
+    """One key point's record of use: sessions it was injected into and cited in, its ratings, idleness."""
+
+    name: str
+    section: str
+    injected: int
+    cited: int
+    helpful: int
+    harmful: int
+    idle_sessions: int
+    stale: bool
+    text: str
+
+
+def usage_rows(state: PlaybookState) -> list[UsageRow]:
+    rows = []
+    for section, kp in state.entries():
+        used = state.usage.get(kp.name)
+        last = used.last_used if used is not None else 0
+        rows.append(UsageRow(
+            name=kp.name, section=section, injected=used.injected if used else 0, cited=used.cited if used else 0,
+            helpful=kp.helpful, harmful=kp.harmful, idle_sessions=max(state.sessions - last, 0),
+            stale=bool(used and used.stale), text=kp.text,
+        ))
+    return rows
+
+
+def usage_lines(state: PlaybookState, width: int) -> list[str]:
+    """`playbook stats`' table of use, one key point a line."""
+    from playbook.rendering.safe_text import clean
+
+    rows = usage_rows(state)
+    stale = sum(row.stale for row in rows)
+    never = sum(row.cited == 0 for row in rows)
+    lines = ["", f"use per key point ({state.sessions} learned sessions; {stale} stale, {never} never cited)"]
+    if not rows:
+        return [*lines, "  (none)"]
+    name_width = max(len(clean(row.name)) for row in rows)
+    lines.append(f"  {'key point':<{name_width}}  injected  cited  helpful  harmful  idle  ")
+    for row in rows:
+        head = (f"  {clean(row.name):<{name_width}}  {row.injected:>8}  {row.cited:>5}  {row.helpful:>7}  "
+                f"{row.harmful:>7}  {row.idle_sessions:>4}  {'stale ' if row.stale else '      '}")
+        text = clean(row.text)
+        room = max(width - len(head), 10)
+        lines.append(head + (text if len(text) <= room else text[: room - 1] + "…"))
+    return lines
+
+
+def unused_state(repo: PlaybookRepository) -> PlaybookState:
+    """The playbook now, keeping only the key points no session ever cited."""
+    state = repo.state()
+    return _only(state, {name for name in state.where
+                         if (used := state.usage.get(name)) is None or used.cited == 0})
+
+
+def _only(state: PlaybookState, names: set[str]) -> PlaybookState:
+    kept = state.copy()
+    for section, entries in kept.sections.items():
+        kept.sections[section] = {name: kp for name, kp in entries.items() if name in names}
+    kept.where = {name: section for name, section in kept.where.items() if name in names}
+    return kept

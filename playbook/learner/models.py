@@ -1,0 +1,294 @@
+"""The reflector and curator model calls: the only module that imports `anthropic`.
+
+Configuration comes from the environment (see `model_config`). Retries are ours:
+`MAX_RETRIES` attempts in total, exponential backoff from `BASE_DELAY` with jitter,
+honouring `retry-after`; timeouts, connection errors, 429 and 5xx are retried,
+other 4xx fail at once. The SDK's own retries are off so the two never multiply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import anthropic
+
+from eventlog.commands import ModelCall
+from eventlog.errors import PlaybookError
+from eventlog.events import encodable_json
+from eventlog.values import CallOutcome, ModelRole
+from projections.render import load_template
+
+from .backend import DEFAULT_MODEL, ModelConfig, model_config  # noqa: F401  (part of this module's interface)
+from playbook.wiring.diagnostics import is_diagnostic_mode, save_diagnostic, warn
+from .prompting import Playbook, curator_prompt, reflector_prompt, render_messages
+from .replies import build_playbook_dict, extract_json, parse_curator_reply, parse_extraction_reply
+from .scrub import scrub
+
+MAX_RETRIES = 3
+BASE_DELAY = 2.0
+MAX_TOKENS = 4096
+REQUEST_TIMEOUT = 120.0
+_clock = time.monotonic
+"""What a call's latency is measured with."""
+
+
+class ModelError(PlaybookError):
+    """The model could not be reached, refused, or gave an unusable reply."""
+
+
+def _base_delay() -> float:
+    try:
+        return float(os.environ.get("PLAYBOOK_RETRY_BASE_DELAY", BASE_DELAY))
+    except ValueError:
+        return BASE_DELAY
+
+
+def _retry_after(exc: Exception) -> float | None:
+    response = getattr(exc, "response", None)
+    value = response.headers.get("retry-after") if response is not None else None
+    try:
+        return max(float(value), 0.0) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _retryable(exc: Exception) -> bool:
+    if isinstance(exc, (anthropic.APITimeoutError, anthropic.APIConnectionError, anthropic.RateLimitError)):
+        return True
+    return isinstance(exc, anthropic.APIStatusError) and exc.status_code >= 500
+
+
+def _describe(exc: Exception) -> str:
+    status = getattr(exc, "status_code", None)
+    name = type(exc).__name__
+    return f"{name} (HTTP {status})" if status else name
+
+
+def _count(usage: Any, field: str) -> int:
+    value = getattr(usage, field, None)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+async def _through_claude(prompt: str, config: ModelConfig, role: ModelRole, calls: list[ModelCall]) -> str:
+    """The reply through the Claude Code CLI, one call recorded with the usage and cost its JSON reports."""
+    from .claude_cli import CliAnswer, CliError, ask
+
+    def record(spent: CliAnswer | None, started: float, outcome: CallOutcome, error: str | None = None) -> None:
+        usage = spent.usage if spent is not None else {}
+        calls.append(ModelCall(
+            role=role, model=(spent.model if spent is not None and spent.model else config.model), backend="cli",
+            attempt=1, outcome=outcome, latency_ms=round((_clock() - started) * 1000), error=error,
+            cost_usd=spent.cost_usd if spent is not None else None, **usage))
+
+    started = _clock()
+    try:
+        answer = await ask(prompt, config)
+    except CliError as exc:
+        record(exc.spent, started, "error", str(exc))
+        raise ModelError(str(exc)) from exc
+    except asyncio.CancelledError:
+        record(None, started, "cancelled", "deadline")
+        raise
+    record(answer, started, "ok")
+    # ...and never enter the log, whichever way the reply came.
+    return scrub(answer.text)
+
+
+def _measured(role: ModelRole, config: ModelConfig, attempt: int, started: float, reply: Any = None,
+              error: str | None = None, outcome: CallOutcome = "ok") -> ModelCall:
+    """One attempt as a usage record: the tokens the reply reports (none for a failed attempt)."""
+    usage = getattr(reply, "usage", None)
+    return ModelCall(
+        role=role, model=config.model, backend="api", attempt=attempt,
+        outcome=outcome,
+        input_tokens=_count(usage, "input_tokens"), output_tokens=_count(usage, "output_tokens"),
+        cache_creation_input_tokens=_count(usage, "cache_creation_input_tokens"),
+        cache_read_input_tokens=_count(usage, "cache_read_input_tokens"),
+        latency_ms=round((_clock() - started) * 1000), error=error,
+    )
+
+
+async def complete(prompt: str, config: ModelConfig, role: ModelRole = "reflector",
+                   calls: list[ModelCall] | None = None) -> str:
+    """The model's text reply to `prompt`, retried as the module says. Raises ModelError.
+
+    Every attempt, failed or cancelled ones included, is appended to `calls` with what it used."""
+    # A lone surrogate (from a transcript, an earlier reply or the playbook) cannot be sent as UTF-8.
+    # Secrets never leave the machine: whatever the prompt was built from, it is scrubbed whole here.
+    prompt = scrub(encodable_json(prompt))
+    calls = [] if calls is None else calls
+    if config.backend == "cli":
+        return await _through_claude(prompt, config, role, calls)
+    client = anthropic.AsyncAnthropic(api_key=config.api_key, auth_token=config.auth_token,
+                                      base_url=config.base_url, max_retries=0, timeout=REQUEST_TIMEOUT)
+    try:
+        for attempt in range(1, MAX_RETRIES + 1):
+            text = await _attempt(client, prompt, config, role, attempt, calls)
+            if text is not None:
+                # ...and never enter the log: everything the learner records comes from this text.
+                return scrub(_redact(text, config))
+        raise ModelError("model call failed")  # unreachable: the last attempt returns or raises
+    finally:
+        await client.close()
+
+
+async def _attempt(client: anthropic.AsyncAnthropic, prompt: str, config: ModelConfig, role: ModelRole,
+                   attempt: int, calls: list[ModelCall]) -> str | None:
+    """One attempt, appended to `calls`: the reply's text, or None once it is time for the next attempt.
+
+    Raises ModelError for a failure not worth retrying, or the last attempt's."""
+    started = _clock()
+    try:
+        reply = await client.messages.create(
+            model=config.model, max_tokens=MAX_TOKENS, messages=[{"role": "user", "content": prompt}]
+        )
+    except anthropic.APIError as exc:
+        calls.append(_measured(role, config, attempt, started, error=_describe(exc), outcome="error"))
+        if not _retryable(exc) or attempt == MAX_RETRIES:
+            raise ModelError(f"model call failed after {attempt} attempt(s): {_describe(exc)}") from exc
+        delay = _retry_after(exc)
+        if delay is None:
+            base = _base_delay()
+            delay = base * 2 ** (attempt - 1) + random.uniform(0, base / 2)
+        await asyncio.sleep(delay)
+        return None
+    except asyncio.CancelledError:
+        # The cycle's deadline: the call may still be billed, and the record says it was cut.
+        calls.append(_measured(role, config, attempt, started, error="deadline", outcome="cancelled"))
+        raise
+    except (ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
+        # A 200 whose body is not a Messages reply (not JSON, a list, nested 100k deep,
+        # `"text": null`): the SDK raises these, not APIError. Unhandled, they killed the
+        # learner and left the request pending for the next learner to die on too.
+        calls.append(_measured(role, config, attempt, started, error=type(exc).__name__, outcome="error"))
+        raise ModelError(f"the model's reply could not be read: {type(exc).__name__}") from exc
+    try:
+        text = _reply_text(reply)
+    except ModelError as exc:
+        calls.append(_measured(role, config, attempt, started, reply, error=str(exc), outcome="error"))
+        raise
+    calls.append(_measured(role, config, attempt, started, reply))
+    return text
+
+
+REDACTED = "[redacted credential]"
+
+
+def _redact(text: str, config: ModelConfig) -> str:
+    """`text` without the credential it was fetched with.
+
+    A model that saw the key in a transcript (`export ANTHROPIC_API_KEY=...`) can quote it in
+    its analysis or in a key point, and everything the learner takes from a reply is written to
+    the log (often committed with the project) and injected into later sessions.
+    """
+    for secret in (config.api_key, config.auth_token):
+        if secret and len(secret) >= 8 and secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+def _reply_text(reply: Any) -> str:
+    """The text blocks of a reply, joined; blocks that are not text (or whose text is not a string) are ignored."""
+    content = getattr(reply, "content", None)
+    if not isinstance(content, list):
+        raise ModelError(f"the model's reply has no content list ({type(content).__name__})")
+    return "".join(text for block in content
+                   if getattr(block, "type", "") == "text" and isinstance(text := getattr(block, "text", None), str))
+
+
+async def reflect(messages: Sequence[Any], playbook: Playbook, cited_ids: Sequence[str], config: ModelConfig,
+                  as_given: bool = False, calls: list[ModelCall] | None = None) -> dict:
+    """The reflector's analysis and tags. Raises ModelError when the reply holds no JSON object.
+
+    With `as_given`, `bullet_tags` is what the reply holds, whatever its type (the learner has
+    Evaluate record a value that is not a list, rather than drop it unseen).
+    """
+    prompt = reflector_prompt(messages, playbook, cited_ids)
+    data = extract_json(await complete(prompt, config, "reflector", calls))
+    if data is None:
+        raise ModelError("the reflector's reply holds no JSON object")
+    analysis = data.get("analysis", "")
+    tags = data.get("bullet_tags", [])
+    return {"analysis": analysis if isinstance(analysis, str) else json.dumps(analysis),
+            "bullet_tags": tags if isinstance(tags, list) or as_given else []}
+
+
+async def curate(reflector_output: dict, playbook: Playbook, config: ModelConfig, as_given: bool = False,
+                 calls: list[ModelCall] | None = None) -> dict:
+    """The curator's reasoning and operations. Raises ModelError when the reply holds no JSON object.
+
+    With `as_given`, `operations` is what the reply holds, whatever its type: the learner hands it
+    to ApplyOperations, which records one that is not a list (a lone operation object, a string)
+    as skipped; `parse_curator_reply` would have made it [] without a trace.
+    """
+    prompt = curator_prompt(reflector_output, playbook)
+    text = await complete(prompt, config, "curator", calls)
+    data = extract_json(text)
+    if data is None:
+        raise ModelError("the curator's reply holds no JSON object")
+    curation = parse_curator_reply(text)
+    if as_given:
+        curation["operations"] = data.get("operations", [])
+    return curation
+
+
+async def run_reflector(messages: Sequence[Any], playbook: dict, cited_ids: Sequence[str]) -> dict:
+    """`{"analysis", "bullet_tags"}` for a session; empty on any failure."""
+    empty = {"analysis": "", "bullet_tags": []}
+    config = model_config()
+    if config is None:
+        return empty
+    try:
+        return await reflect(messages, playbook, cited_ids, config)
+    except Exception as exc:  # the spec's boundary: never raises, records what it caught
+        _caught("run_reflector", exc)
+        return empty
+
+
+async def run_curator(reflector_output: dict, playbook: dict) -> dict:
+    """`{"reasoning", "operations"}` from the reflector's output; never raises (REQ-CUR-010..012)."""
+    empty = {"reasoning": "", "operations": []}
+    try:
+        config = model_config()
+        if config is None:
+            return empty
+        output = reflector_output if isinstance(reflector_output, dict) else {}
+        normalized = {"analysis": output.get("analysis", ""), "bullet_tags": output.get("bullet_tags", [])}
+        return await curate(normalized, playbook, config)
+    except Exception as exc:  # the spec's boundary (REQ-CUR-012): never raises, records what it caught
+        _caught("run_curator", exc)
+        return empty
+
+
+async def extract_keypoints(messages: Sequence[Any], playbook: dict) -> dict:
+    """The single-call path (REQ-CUR-001): evaluations plus operations or new_key_points."""
+    empty: dict[str, list[Any]] = {"new_key_points": [], "evaluations": []}
+    try:
+        config = model_config()
+        if config is None:
+            return empty
+        prompt = load_template("reflection.txt").format(
+            playbook=json.dumps(build_playbook_dict(playbook), ensure_ascii=False, indent=2),
+            trajectories=render_messages(messages),
+        )
+        return parse_extraction_reply(await complete(prompt, config, "extraction"))
+    except Exception as exc:  # the spec's boundary: never raises, records what it caught
+        _caught("extract_keypoints", exc)
+        return empty
+
+
+def _caught(call: str, exc: Exception) -> None:
+    """What a never-raising call caught: one line on stderr and, in diagnostic mode, a diagnostic file."""
+    line = f"{call} failed: {type(exc).__name__}: {scrub(str(exc))}"
+    warn(line)
+    try:
+        if is_diagnostic_mode():
+            save_diagnostic(line + "\n", f"{call}_error")
+    except OSError as error:
+        warn(f"{call}: the diagnostic file could not be written: {error}")

@@ -1,0 +1,365 @@
+"""Reading Claude Code transcripts: the conversation of a session, and the key points it cited.
+
+A transcript is JSON Lines at `~/.claude/projects/<slug>/<session_id>.jsonl` (a
+subagent's at `.../<session_id>/subagents/agent-<id>.jsonl`); hooks get its path
+as `transcript_path` (`agent_transcript_path` for SubagentStop). Most of its
+records are not conversation: attachments (hook output, environment, skill
+listings), api-request-* records, queue operations, cost state, system records
+(stop-hook summaries, compaction boundaries). Only `user` and `assistant`
+records are kept, and of those not the meta ones (see docs/claude-code-notes.md).
+What the user wrote between `<private>` and `</private>` in a prompt is dropped
+here, so it reaches neither the model nor the log.
+
+An assistant turn is written as one record per content block; consecutive
+records of one role are merged into one Message.
+
+Reading never fails on the content of a line: a line that is not a JSON object
+(truncated, binary junk, empty, too long, too deeply nested) is counted in
+`broken_lines` and skipped. Only a path that cannot be read raises TranscriptError.
+
+`lines` is where the next read should start (`start_line`): the number of
+complete lines read. A last line without its newline that does not parse yet is
+not counted: Claude Code may be in the middle of appending it.
+
+What is read is condensed for the models by `playbook.learner.condense` (`CONDENSED` by default).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+from eventlog.domain import SECTION_SLUGS
+from eventlog.errors import PlaybookError
+
+from .condense import CONDENSED, Caps, Reading, tool_result, tool_use
+
+__all__ = ["Message", "Transcript", "TranscriptError", "cited_ids", "claude_config_dir", "inside_config_dir",
+           "read_transcript", "without_private"]
+
+
+# user text that Claude Code writes around local slash commands (/compact, /clear, ...)
+_WRAPPER_PREFIXES = (
+    "<command-name>",
+    "<command-message>",
+    "<command-args>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<local-command-caveat>",
+)
+
+_ID = re.compile(r"(?:" + "|".join(map(re.escape, SECTION_SLUGS.values())) + r")-\d+|kpt_\d+")
+_BRACKET = re.compile(r"\[([^\[\]\n]{1,300})\]")
+_PRIVATE = re.compile(r"<private\s*>.*?(?:</private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
+PRIVATE_MARK = "[private]"
+
+
+class TranscriptError(PlaybookError):
+    """The transcript's path cannot be read (missing, unreadable, a directory)."""
+
+
+class Message(msgspec.Struct, frozen=True):
+    role: Literal["user", "assistant"]
+    content: str
+
+
+class Transcript(msgspec.Struct, frozen=True):
+    messages: list[Message]
+    lines: int
+    broken_lines: int
+
+
+class _Broken(Exception):
+    """A line that is not a readable record."""
+
+
+# -- lines ---------------------------------------------------------------------
+
+
+def _lines(handle: Any, max_line_bytes: int) -> Iterator[tuple[bytes | None, bool]]:
+    """(line, terminated) for each line; line is None when longer than max_line_bytes.
+
+    A line too long is skipped in pieces, never held whole in memory.
+    """
+    while True:
+        chunk = handle.readline(max_line_bytes + 1)
+        if not chunk:
+            return
+        if len(chunk) > max_line_bytes and not chunk.endswith(b"\n"):
+            terminated = False
+            while True:
+                more = handle.readline(1 << 20)
+                if not more:
+                    break
+                if more.endswith(b"\n"):
+                    terminated = True
+                    break
+            yield None, terminated
+        else:
+            yield chunk, chunk.endswith(b"\n")
+
+
+def _decode(line: bytes | None) -> dict[str, Any]:
+    if line is None:
+        raise _Broken("line too long")
+    line = line.strip()
+    if not line:
+        raise _Broken("empty line")
+    try:
+        record = msgspec.json.decode(line)
+    except RecursionError as exc:
+        raise _Broken("nested too deeply") from exc
+    except msgspec.DecodeError:
+        # msgspec rejects lone UTF-16 surrogate escapes ("\ud83d"), which Node writes
+        # when it slices a string mid-pair; the standard library takes them.
+        try:
+            record = json.loads(line.decode("utf-8"))
+        except (ValueError, RecursionError) as exc:
+            raise _Broken("not JSON") from exc
+    if not isinstance(record, dict):
+        raise _Broken("not a JSON object")
+    return record
+
+
+# -- records -------------------------------------------------------------------
+
+
+def _clean(text: str) -> str:
+    """The text as valid UTF-8 (lone surrogates become '?')."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def without_private(text: str) -> str:
+    """`text` with each `<private>...</private>` span replaced by `[private]`.
+
+    An opening tag never closed hides everything after it: a prompt cut short, or a tag
+    mistyped at the end, must not let the private part through.
+    """
+    if "<private" not in text.lower():
+        return text
+    return _PRIVATE.sub(PRIVATE_MARK, text)
+
+
+def _is_wrapper(text: str) -> bool:
+    return text.lstrip().startswith(_WRAPPER_PREFIXES)
+
+
+def _blocks(content: list[Any]) -> Iterator[tuple[Any, str | None, dict[str, Any]]]:
+    """(type, its text when it is a text block, the block) for each content block that is an object."""
+    for block in content:
+        if isinstance(block, dict):
+            kind = block.get("type")
+            text = block.get("text")
+            yield kind, text if kind == "text" and isinstance(text, str) else None, block
+
+
+def _user_text(content: Any, reading: Reading) -> str:
+    if isinstance(content, str):
+        return "" if _is_wrapper(content) else without_private(content)
+    parts: list[str] = []
+    for kind, text, block in _blocks(content):
+        if text is not None:
+            if not _is_wrapper(text):
+                parts.append(without_private(text))
+        elif kind == "tool_result":
+            parts.append(tool_result(block, reading))
+        elif kind == "image":
+            parts.append("[image]")
+        elif kind == "document":
+            parts.append("[document]")
+    return "\n".join(p for p in parts if p.strip())
+
+
+def _assistant_text(content: Any, reading: Reading) -> str:
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for kind, text, block in _blocks(content):
+        if text is not None:
+            parts.append(text)
+        elif kind in ("tool_use", "server_tool_use"):
+            parts.append(tool_use(block, reading))
+        # thinking, redacted_thinking and anything else: not conversation
+    return "\n".join(p for p in parts if p.strip())
+
+
+def _is_conversation(record: dict[str, Any]) -> bool:
+    return record.get("type") in ("user", "assistant")
+
+
+def _message(record: dict[str, Any], subagent: bool, reading: Reading) -> Message | None:
+    """The record's message, or None when it is not conversation. Raises _Broken."""
+    if not _is_conversation(record):
+        return None
+    if record.get("isSidechain") is True and not subagent:
+        return None
+    if (
+        record.get("isMeta") is True
+        or record.get("isCompactSummary") is True
+        or record.get("isVisibleInTranscriptOnly") is True
+        or record.get("isApiErrorMessage") is True
+    ):
+        return None
+    message = record.get("message")
+    if not isinstance(message, dict):
+        raise _Broken("a conversation record without a message")
+    content = message.get("content")
+    if not isinstance(content, (str, list)):
+        raise _Broken("a message without content")
+    role = record["type"]
+    text = _user_text(content, reading) if role == "user" else _assistant_text(content, reading)
+    text = _clean(text).strip()
+    return Message(role=role, content=text) if text else None
+
+
+# -- the public functions --------------------------------------------------------
+
+
+def _nonblocking(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NONBLOCK)
+
+
+def _open(path: Path) -> Any:
+    # Opened with O_NONBLOCK, then checked with fstat: opening a FIFO for reading blocks until a
+    # writer appears (forever, for a learner in the background), and a character device
+    # (/dev/zero) never ends. Only a regular file is a transcript; the flag changes nothing for one.
+    try:
+        handle = open(path, "rb", opener=_nonblocking)  # noqa: SIM115 - closed by the caller
+    except IsADirectoryError as exc:
+        raise TranscriptError(f"cannot read transcript {path}: it is a directory") from exc
+    except (OSError, ValueError) as exc:  # ValueError: an embedded NUL byte
+        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        raise TranscriptError(f"cannot read transcript {path}: {reason}") from exc
+    try:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise TranscriptError(f"cannot read transcript {path}: not a regular file")
+        os.set_blocking(handle.fileno(), True)
+    except OSError as exc:
+        handle.close()
+        raise TranscriptError(f"cannot read transcript {path}: {exc.strerror or type(exc).__name__}") from exc
+    except BaseException:
+        handle.close()
+        raise
+    return handle
+
+
+class _Conversation:
+    """What reading one transcript has found so far: its messages, the lines counted, the broken ones."""
+
+    def __init__(self, subagent: bool | None, caps: Caps) -> None:
+        self.subagent = subagent
+        self.reading = Reading(caps)
+        self.messages: list[Message] = []
+        self.count = 0
+        self.broken = 0
+
+    def _notice(self, record: dict[str, Any]) -> None:
+        if self.subagent is None and _is_conversation(record):
+            self.subagent = record.get("isSidechain") is True
+
+    def skip(self, line: bytes | None) -> None:
+        """A line before `start_line`: counted, and read only to learn whether the transcript is a subagent's."""
+        self.count += 1
+        if self.subagent is None and line is not None:
+            try:
+                record = _decode(line)
+            except _Broken:
+                return
+            self._notice(record)
+
+    def read(self, line: bytes | None, terminated: bool) -> bool:
+        """Takes one line in; False for a last line that does not parse yet (it is read next time)."""
+        try:
+            record = _decode(line)
+        except _Broken:
+            if not terminated:
+                return False
+            self.count += 1
+            self.broken += 1
+            return True
+        self.count += 1
+        self._notice(record)
+        try:
+            message = _message(record, bool(self.subagent), self.reading)
+        except _Broken:
+            self.broken += 1
+            return True
+        if message is None:
+            return True
+        if self.messages and self.messages[-1].role == message.role:
+            last = self.messages[-1]
+            self.messages[-1] = Message(role=message.role, content=f"{last.content}\n{message.content}")
+        else:
+            self.messages.append(message)
+        return True
+
+
+def claude_config_dir() -> str:
+    """Claude Code's configuration directory, resolved: `$CLAUDE_CONFIG_DIR` if set, else `~/.claude`."""
+    configured = os.environ.get("CLAUDE_CONFIG_DIR")
+    return os.path.realpath(configured or os.path.join(os.path.expanduser("~"), ".claude"))
+
+
+def inside_config_dir(path: str, directory: str) -> str | None:
+    """`path` resolved (`..` and every link followed) when that lies inside `directory` (already resolved),
+    else None; ValueError for a path no file can have (an embedded NUL byte, a lone surrogate).
+
+    Claude Code writes its transcripts there: a path elsewhere, from a hook's input or a log a repository
+    carries, must not make the learner read a file of the user's and send it to the model."""
+    resolved = os.path.realpath(path)
+    return resolved if resolved.startswith(os.path.join(directory, "")) else None
+
+
+def read_transcript(path: str | os.PathLike[str], start_line: int = 0, max_line_bytes: int = 1_000_000,
+                    caps: Caps = CONDENSED) -> Transcript:
+    """The conversation in a transcript from line `start_line` (0-based) on, condensed by `caps`.
+
+    Returns the messages, the number of complete lines in the file (the
+    `start_line` of the next read), and how many lines from `start_line` on were
+    not readable records.
+    """
+    path = Path(path)
+    start_line = max(0, start_line)
+    max_line_bytes = max(1, max_line_bytes)
+    # a subagent's own transcript is all sidechain records: keep them there
+    found = _Conversation(True if path.name.startswith("agent-") else None, caps)
+    handle = _open(path)
+    try:
+        with handle:
+            for line, terminated in _lines(handle, max_line_bytes):
+                if found.count < start_line:
+                    found.skip(line)
+                elif not found.read(line, terminated):
+                    break
+    except OSError as exc:
+        raise TranscriptError(f"cannot read transcript {path}: {exc.strerror or type(exc).__name__}") from exc
+    return Transcript(messages=found.messages, lines=found.count, broken_lines=found.broken)
+
+
+def cited_ids(messages: Iterable[Message]) -> list[str]:
+    """Key point ids cited in the assistant's text as `[pat-001]` (or `[pat-001, mis-002]`).
+
+    Ids of the five sections (pat, mis, pref, ctx, oth) and legacy `kpt_NNN`;
+    each once, in order of first appearance.
+    """
+    seen: dict[str, None] = {}
+    for message in messages:
+        if message.role != "assistant":
+            continue
+        for bracket in _BRACKET.finditer(message.content):
+            for token in bracket.group(1).split(","):
+                token = token.strip()
+                if _ID.fullmatch(token):
+                    seen.setdefault(token, None)
+    return list(seen)

@@ -1,0 +1,124 @@
+"""What `playbook/quick/launch.py` runs: the search path without site or path hooks, then `show` of a current playbook
+(`playbook.quick.quick_show`), a learning hook with nothing to do (`playbook.quick.quick_hook`), the hook, or the command line.
+
+Hooks and the plugin's `playbook` command run `python -I -S .../playbook/quick/launch.py ARGS` (standard library only)
+instead of `-m playbook`: `-S` skips `site`, which would process the environment's `.pth` files, among them an
+editable install's path hook (tens of milliseconds on every call); `-I` keeps the current directory, `PYTHONPATH`
+and the user's site-packages out. The search path becomes the directory holding this package (its source tree,
+or the site-packages it was installed into) followed by the interpreter's own site-packages (a virtual
+environment's, found from its `pyvenv.cfg` as `site` would), both absolute paths: nothing is ever imported from
+the directory a hook runs in. This module is imported from its bytecode; only the few lines of `launch.py`
+are compiled on each run.
+"""
+
+from __future__ import annotations
+
+import io  # already loaded by the interpreter's start: free
+import os
+import sys
+
+
+def closed_to_devnull() -> None:
+    """An output stream the caller closed (`show >&-`) becomes the null device, as if redirected there: the
+    command's output goes nowhere instead of ending in a traceback. A closed stdin stays None: a hook tells
+    Claude Code that its input is missing."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
+
+
+def site_packages() -> list[str]:
+    """The site-packages directories `site` would add for this interpreter, without reading their `.pth` files."""
+    import site  # with -S, importing it runs nothing: only its path functions are used
+
+    prefix = os.path.dirname(os.path.dirname(os.path.abspath(sys.executable)))
+    prefixes = [sys.prefix]
+    try:
+        with open(os.path.join(prefix, "pyvenv.cfg"), encoding="utf-8") as handle:
+            config = handle.read().lower()
+    except OSError:
+        config = None  # not a virtual environment: the interpreter's own prefix
+    if config is not None:
+        system = any(line.replace(" ", "") == "include-system-site-packages=true" for line in config.splitlines())
+        prefixes = [prefix, sys.prefix] if system else [prefix]
+    return [path for path in site.getsitepackages(prefixes) if os.path.isdir(path)]
+
+
+def search_path() -> list[str]:
+    """The package's own directory first (so the copy beside this file is the one run), then site-packages."""
+    own = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return [own, *(path for path in site_packages() if path != own)]
+
+
+def quiet_learning_hook(event: str) -> io.BytesIO | None:
+    """Exit now when the learning hook `event` has nothing to do (`playbook.quick.quick_hook`), before the log's
+    machinery is imported; otherwise the hook input read, for the full hook to read in turn (None: read
+    nothing, the full hook reads stdin itself)."""
+    if os.environ.get("PLAYBOOK_LEARNER"):
+        sys.exit(0)  # a session the learner itself started: `run_hook` does nothing either
+    if sys.stdin is None:
+        return None
+    try:
+        raw = sys.stdin.buffer.read((1 << 20) + 1)
+    except (AttributeError, OSError, ValueError):
+        return None
+    try:
+        from playbook.quick.quick_hook import nothing_to_do
+
+        quiet = nothing_to_do(event, raw)
+    except Exception:  # undecided: the full hook decides, and says what is wrong
+        quiet = False
+    if quiet:
+        sys.exit(0)
+    return io.BytesIO(raw)
+
+
+def main() -> None:
+    closed_to_devnull()
+    path = search_path()
+    sys.path[:] = path + [entry for entry in sys.path if entry not in path]  # launch.py's own entry among them
+    hook = sys.argv[1:2] == ["hook"]
+    if "show" in sys.argv[1:4]:
+        from playbook.quick.quick_show import show  # standard library only: imports nothing that could fail
+
+        code = show(sys.argv[1:])
+        if code is not None:
+            sys.exit(code)
+    stdin = None
+    if hook and len(sys.argv) == 3 and sys.argv[2] in ("SessionEnd", "PreCompact", "SubagentStop"):
+        stdin = quiet_learning_hook(sys.argv[2])
+    try:
+        if hook and len(sys.argv) == 3:  # `hook EVENT`, what Claude Code runs: no command line to parse
+            from playbook.wiring.hooks import run_hook
+        else:
+            from playbook.commands.cli import main as run
+    except Exception as exc:  # a dependency that does not import: one line, never a traceback into Claude Code
+        print(f"playbook: cannot start: {type(exc).__name__}: {exc}", file=sys.stderr)
+        sys.exit(0 if hook else 1)  # a hook always exits 0
+    if hook and len(sys.argv) == 3:
+        for stream in (sys.stdout, sys.stderr):  # as the command line does: escapes, never an encoding error
+            try:
+                stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+            except (AttributeError, ValueError, OSError):  # closed, None, or not a text stream
+                pass
+        sys.exit(run_hook(sys.argv[2], stdin))
+    sys.exit(run())
+
+
+def console() -> int:
+    """The `playbook` console script an installer writes: `show` of a current playbook.json with the standard
+    library alone (see `playbook.quick.quick_show`), anything else the command line; never a traceback."""
+    closed_to_devnull()
+    if "show" in sys.argv[1:4]:
+        from playbook.quick.quick_show import show
+
+        code = show(sys.argv[1:])
+        if code is not None:
+            return code
+    try:
+        from playbook.commands.cli import main as run
+    except Exception as exc:  # a dependency that does not import: one line
+        print(f"playbook: cannot start: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 0 if sys.argv[1:2] == ["hook"] else 1
+    return run()
+

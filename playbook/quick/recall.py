@@ -1,0 +1,279 @@
+"""UserPromptSubmit hook: add the few left-out key points most relevant to the prompt. Standard library only.
+
+Run as a script (`python -I -S .../playbook/quick/recall.py`): it imports nothing of this
+project and nothing from the current directory. It reads the index projected ahead
+of time (`projections/recall.py`), finds the prompt's words in it, adds their BM25
+weights, and prints at most `top` key points within `max_chars`. A missing or stale index,
+recall turned off, a prompt that matches nothing well, or any failure: it prints
+nothing and exits 0.
+"""
+
+import os
+import stat
+import sys
+
+try:  # the C half of `json`, without the rest: `import json` brings in `re` and `enum`, tens of ms
+    from _json import encode_basestring_ascii as _quote
+    from _json import scanstring as _scanstring
+except ImportError:  # pragma: no cover - an interpreter without the accelerator
+    from json.decoder import scanstring as _scanstring  # type: ignore[attr-defined,no-redef]
+    from json.encoder import encode_basestring_ascii as _quote
+
+RECALL_NAME = "playbook.recall.json"
+FORMAT = b"recall-1"
+SETTINGS_NAME = "playbook.settings.json"
+STAMPED_ENV = ("PLAYBOOK_INJECTION_BUDGET", "PLAYBOOK_RECALL", "PLAYBOOK_RECALL_MAX_CHARS")
+MAX_INDEX_BYTES = 64 << 20
+MAX_PROMPT_CHARS = 20_000
+MIN_SCORE = 2.5
+"""A key point below this BM25 score is not relevant enough to interrupt with (one common word is not)."""
+
+STOP = frozenset(
+    "a an the and or of to in on at for with by from as is are be it its this that you your we our i me my they "
+    "them do does did not no never always use when then than so into over under about all any each every can "
+    "should must will would could what which how why there here have has had was were been".split()
+)
+
+
+def terms(text: str) -> list[str]:
+    """The copy of `projections.recall.terms`: the two must split text alike."""
+    cleaned = "".join(ch if ch.isalnum() else " " for ch in text.lower())
+    out = []
+    for word in cleaned.split():
+        if len(word) < 2 or word in STOP:
+            continue
+        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+            word = word[:-1]
+        out.append(word)
+    return out
+
+
+def settings_stamp(project: str) -> str:
+    """`projections.config.settings_stamp`, with the standard library alone."""
+    parts = []
+    user = os.path.expanduser(os.environ.get("CLAUDE_CONFIG_DIR") or "~/.claude")
+    for path in (os.path.join(user, SETTINGS_NAME), os.path.join(project, ".claude", SETTINGS_NAME)):
+        try:
+            parts.append(str(os.stat(path).st_mtime_ns))
+        except (OSError, ValueError):
+            parts.append("0")
+    for name in STAMPED_ENV:
+        parts.append("".join(os.environ.get(name, "").split()).encode("utf-8", "surrogateescape").hex())
+    return ":".join(parts)
+
+
+def _outside(claude_dir: str, project: str) -> bool:
+    """`inject.claude_outside`, with the standard library alone: `.claude` is a link out of the project."""
+    if not os.path.islink(claude_dir):
+        return False
+    target, base = os.path.realpath(claude_dir), os.path.realpath(project)
+    return not (target == base or target.startswith(os.path.join(base, "")))
+
+
+def _index(project: str, follow: bool = False) -> bytes | None:
+    """The index after its header, if it reflects the log and settings as they are now; through links only
+    with `follow`, once `playbook.wiring.project.claude_dir` has found that none leads out of the project."""
+    claude_dir = os.path.join(project, ".claude")
+    if _outside(claude_dir, project):  # nothing is read there; SessionStart says why
+        return None
+    # Non-blocking, a regular file only and no link: a repository can carry this name as a link to a FIFO
+    # (an open that never returns), to a device, or with the log and playbook.json to another project's
+    # files (which the full hook refuses as leading out of the project).
+    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW)
+    status = os.stat if follow else os.lstat
+    with os.fdopen(os.open(os.path.join(claude_dir, RECALL_NAME), flags), "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return None
+        data = handle.read(MAX_INDEX_BYTES + 1)
+    if len(data) > MAX_INDEX_BYTES:
+        return None
+    header, _, body = data.partition(b"\n")
+    size, mtime, stamp = header.split()
+    log = status(os.path.join(claude_dir, "playbook.events.jsonl"))
+    if not stat.S_ISREG(log.st_mode) or log.st_size != int(size):
+        return None
+    snapshot = status(os.path.join(claude_dir, "playbook.json"))
+    if not stat.S_ISREG(snapshot.st_mode) or snapshot.st_mtime_ns != int(mtime):
+        return None
+    if stamp.decode() != settings_stamp(project):
+        return None
+    return body
+
+
+def _seek(data: bytes, lo: int, hi: int, key: bytes) -> bytes | None:
+    """What follows `key` + TAB on the line of `data[lo:hi]` that starts with it; the lines there are
+    sorted by that key. A binary search: a few short finds, whatever the size of the index."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        start = data.rfind(b"\n", lo, mid) + 1 or lo
+        if start < lo:
+            start = lo
+        end = data.find(b"\n", start, hi)
+        end = hi if end < 0 else end
+        tab = data.find(b"\t", start, end)
+        found = data[start:tab if tab >= 0 else end]
+        if found == key:
+            return data[tab + 1:end] if tab >= 0 else b""
+        if found < key:
+            lo = end + 1
+        else:
+            hi = start
+    return None
+
+
+def recall(prompt: str, body: bytes) -> list[str]:
+    """The key point lines most relevant to `prompt`, best first, within the index's limits."""
+    first, _, _rest = body.partition(b"\n")
+    fields = first.split()
+    if len(fields) != 5 or fields[0] != FORMAT:  # another version's index: nothing until it is re-projected
+        return []
+    top, max_chars, count, terms_offset = (int(field) for field in fields[1:])
+    if top <= 0 or count <= 0:
+        return []
+    docs_at = len(first) + 1
+    terms_at = docs_at + terms_offset
+    scores: dict[int, float] = {}
+    for term in set(terms(prompt[:MAX_PROMPT_CHARS])):
+        found = _seek(body, terms_at, len(body), term.encode())
+        for posting in (found or b"").split():
+            doc, _, weight = posting.partition(b":")
+            scores[int(doc)] = scores.get(int(doc), 0.0) + float(weight)
+    chosen: list[str] = []
+    used = 0
+    for number, score in sorted(scores.items(), key=lambda item: (-item[1], item[0])):
+        if len(chosen) >= top or score < MIN_SCORE:
+            break
+        found = _seek(body, docs_at, terms_at, b"%07d" % number) if 0 <= number < count else None
+        if found is None:
+            continue
+        line = _json_string(found.decode("utf-8"))
+        if used + len(line) + 1 > max_chars:
+            continue
+        chosen.append(line)
+        used += len(line) + 1
+    return chosen
+
+
+def _json_string(text: str) -> str:
+    """The JSON string that is the whole of `text`."""
+    if not text.startswith('"'):
+        raise ValueError("not a JSON string")
+    value, end = _scanstring(text, 1)
+    if text[end:].strip():
+        raise ValueError("more than a JSON string")
+    return value
+
+
+def _skip(text: str, at: int) -> int:
+    """The index just past the JSON value that starts at `at` (after blanks)."""
+    while text[at] in " \t\r\n":
+        at += 1
+    if text[at] == '"':
+        return _scanstring(text, at + 1)[1]
+    if text[at] in "[{":
+        depth = 0
+        while True:
+            char = text[at]
+            if char == '"':
+                at = _scanstring(text, at + 1)[1]
+                continue
+            if char in "[{":
+                depth += 1
+            elif char in "]}":
+                depth -= 1
+                if depth == 0:
+                    return at + 1
+            at += 1
+    while text[at] not in ",}] \t\r\n":
+        at += 1
+    return at
+
+
+def top_level_strings(text: str) -> dict[str, str]:
+    """The string members of the JSON object `text`, read with the C scanner alone (no `json` import);
+    values of other types are skipped. ValueError or IndexError when `text` is no JSON object."""
+    at = text.index("{") + 1
+    if text[:at - 1].strip():
+        raise ValueError("not a JSON object")
+    found: dict[str, str] = {}
+    while True:
+        while text[at] in " \t\r\n,":
+            at += 1
+        if text[at] == "}":
+            return found
+        if text[at] != '"':
+            raise ValueError("not a JSON object")
+        key, at = _scanstring(text, at + 1)
+        while text[at] in " \t\r\n":
+            at += 1
+        if text[at] != ":":
+            raise ValueError("not a JSON object")
+        at += 1
+        while text[at] in " \t\r\n":
+            at += 1
+        if text[at] == '"':
+            value, at = _scanstring(text, at + 1)
+            found[key] = value
+        else:
+            at = _skip(text, at)
+
+
+def _refreshed(project: str) -> "bytes | None":  # a string: the plugin runs this under any Python 3
+    """The index after the full machinery has brought it up to date, for a project with a log.
+
+    A write leaves the index behind (it is a pass over every left-out key point): the first prompt
+    after it pays for it. Only now are site-packages brought in, and never this script's directory."""
+    claude_dir = os.path.join(project, ".claude")
+    if _outside(claude_dir, project) or not os.path.isfile(os.path.join(claude_dir, "playbook.events.jsonl")):
+        return None
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    import site
+
+    site.main()
+    from pathlib import Path
+
+    from playbook.wiring.project import repository
+
+    repo = repository(Path(project))
+    repo.refresh()
+    if repo.diverged is not None:  # playbook.json holds what the log does not: nothing is recalled from either
+        return None
+    try:
+        return _index(project, follow=True)  # `repository` refused any link out of the project
+    except (OSError, ValueError):
+        return None
+
+
+def main() -> int:
+    try:
+        try:
+            payload = top_level_strings(sys.stdin.buffer.read(1 << 20).decode("utf-8", "replace"))
+        except (ValueError, IndexError, RecursionError, SystemError):
+            # SystemError: the C scanner's way of failing while `json.decoder`, which holds its error
+            # type, is not imported. Either way: not the hook input Claude Code sends, nothing to add.
+            return 0
+        prompt = payload.get("prompt")
+        if not prompt or not prompt.strip():
+            return 0
+        project = os.environ.get("CLAUDE_PROJECT_DIR") or payload.get("cwd") or os.getcwd()
+        try:
+            index = _index(project)
+        except (OSError, ValueError):  # no index yet, or one of another log position: nothing to add
+            index = None
+        if index is None:
+            index = _refreshed(project)
+        chosen = recall(prompt, index) if index else []
+        if not chosen:
+            return 0
+        text = ("Key points from this project's playbook that may bear on this request (left out at the session's "
+                "start to save context); cite them as [id] when you apply them:\n" + "\n".join(chosen))
+        sys.stdout.write('{"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": '
+                         + _quote(text) + "}}\n")
+    except Exception as exc:  # a prompt must go through whatever is wrong with the index
+        print(f"playbook: no key points recalled for this prompt: {type(exc).__name__}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

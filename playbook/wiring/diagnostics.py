@@ -1,0 +1,190 @@
+"""Diagnostic files: written only while `<project>/.claude/diagnostic_mode` exists.
+
+The log already holds every skip, truncation, unknown section and prune as data;
+diagnostic mode also writes them as small text files, as the older tool did.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+
+from eventlog import events as ev
+from eventlog.domain import PRUNE_RULE
+from eventlog.files import FILE_MODE, make_dirs
+
+from projections.outside import Divergence
+from projections.repository import PlaybookRepository
+
+from .project import Opened, claude_dir
+from playbook.rendering.safe_text import clean
+
+
+def is_diagnostic_mode() -> bool:
+    return (claude_dir() / "diagnostic_mode").exists()
+
+
+def save_diagnostic(content: str, name: str) -> Path:
+    """Write one diagnostic file under `<project>/.claude/diagnostic/` and return its path."""
+    directory = claude_dir() / "diagnostic"
+    make_dirs(directory)
+    path = directory / f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S-%f}_{name}.txt"
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE), "w", encoding="utf-8") as out:
+        out.write(content)
+    return path
+
+
+def warn(message: str) -> None:
+    """One line on stderr; ids and texts from a model are escaped, never printed raw."""
+    print(f"playbook: {clean(message)}", file=sys.stderr)
+
+
+def _short(text: str) -> str:
+    return text[:80]
+
+
+Note = Callable[[str, str], None]
+
+
+def describe(events: list[ev.Event]) -> tuple[list[str], dict[str, list[str]]]:
+    """(lines for stderr, diagnostic name -> lines) describing what `events` did or skipped."""
+    stderr: list[str] = []
+    notes: dict[str, list[str]] = {}
+
+    def note(name: str, line: str) -> None:
+        notes.setdefault(name, []).append(line)
+
+    for event in events:
+        if isinstance(event, ev.OperationSkipped):
+            _describe_skip(event, note, stderr)
+        else:
+            _describe_change(event, note, stderr)
+    return stderr, notes
+
+
+def _describe_skip(event: ev.OperationSkipped, note: Note, stderr: list[str]) -> None:
+    match event:
+        case ev.OperationSkipped(reason="truncated", detail=detail):
+            note("curator_truncation", detail)
+        case ev.OperationSkipped(reason="unknown_id", detail=detail, kind=kind):
+            note("curator_unknown_id", detail)
+            if kind == "operation":
+                stderr.append(f"skipped {detail}")
+        case ev.OperationSkipped(reason="too_few_sources", detail=detail):
+            note("curator_invalid_operation", detail)
+            if "unknown:" in detail:
+                note("curator_unknown_id", detail)
+        case ev.OperationSkipped(kind="change", reason="empty_text" | "invalid_text" | "not_an_object" as reason,
+                                 detail=detail, operation=item):
+            note("curator_invalid_operation", f"{reason}: {detail}")
+            stderr.append(hand_edit_problem(detail, item))
+        case ev.OperationSkipped(kind=kind, reason=reason, detail=detail) if kind != "import":
+            note("curator_invalid_operation", f"{reason}: {detail}")
+
+
+def _describe_change(event: ev.Event, note: Note, stderr: list[str]) -> None:
+    match event:
+        case ev.KeyPointAdded(requested_section=str() as requested, text=text):
+            note("sections_unknown_section", f"Unknown section '{requested}' for key point: \"{_short(text)}\". Assigned to OTHERS.")
+        case ev.KeyPointsMerged(missing_sources=missing, name=name) if missing:
+            note("curator_unknown_id", f"MERGE into {name}: unknown source ids {', '.join(missing)}")
+        case ev.KeyPointDeleted(name=name, text=text, reason=reason):
+            note("curator_delete", f"DELETE {name}: \"{_short(text)}\" reason: {reason}")
+        case ev.KeyPointUpdated(name=name, text=text, previous_text=previous):
+            note("curator_update", f"UPDATE {name}: \"{_short(previous)}\" -> \"{_short(text)}\"")
+        case ev.KeyPointPruned(name=name, text=text, helpful=helpful, harmful=harmful):
+            line = f"pruned {name}: \"{_short(text)}\" (helpful={helpful}, harmful={harmful}) reason: {PRUNE_RULE}"
+            stderr.append(line)
+            note("playbook_pruning", line)
+        case ev.PlaybookImported(file_format="unreadable", moved_aside=moved, error=error):
+            stderr.append(f"playbook.json could not be read ({error}); it is kept as {moved or 'nothing'} "
+                          "and the playbook starts empty")
+        case ev.SnapshotSetAside(moved_to=moved, error=error, kind="ahead" | "beside"):
+            stderr.append(f"{error}: it is kept as {moved} and playbook.json was rebuilt from the log; "
+                          f"`playbook recover` takes its content back into the log")
+        case ev.SnapshotSetAside(moved_to=moved, error=error):
+            stderr.append(f"playbook.json could not be read ({error}); it is kept as {moved or 'nothing'} "
+                          "and was rebuilt from the log")
+        case ev.PlaybookImported(file_format="flat", entries=count):
+            note("sections_migration", f"Migrated {count} entries from flat key_points to OTHERS section")
+        case ev.PlaybookImported(file_format="dual_key"):
+            note("sections_dual_key_warning", "Dual-key playbook.json detected: both 'sections' and 'key_points' "
+                 "present. Using 'sections', ignoring 'key_points'.")
+        case ev.KeyPointImported(source_format="dict_with_score" | "bare_string" as fmt, name=name):
+            note("playbook_migration", f"{name}: migrated from {fmt.replace('_', ' ')}")
+
+
+ENTRY_FIELDS = ("name", "text", "helpful", "harmful")
+"""The fields of an entry of playbook.json (`score` is read too, from files of the older tool)."""
+
+
+def hand_edit_problem(detail: str, item: object) -> str:
+    """The line that tells a user why an entry they wrote was not taken in, and what an entry looks like."""
+    import json
+
+    shown = json.dumps(item, ensure_ascii=False)
+    shown = shown if len(shown) <= 120 else shown[:119] + "…"
+    line = f"an entry of playbook.json was not taken in ({detail}): {shown}"
+    if isinstance(item, dict):
+        unknown = sorted(str(key) for key in item if key not in (*ENTRY_FIELDS, "score"))
+        if unknown:
+            line += f"; unknown field{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}"
+    return line + '; an entry is {"name": "pat-001", "text": "...", "helpful": 0, "harmful": 0}'
+
+
+def divergence_line(divergence: Divergence, injected: bool = False) -> str:
+    """The one line a reader says when playbook.json holds what the log does not, and leaves it as it is."""
+    then = "the session gets the playbook it holds; " if injected else ""
+    return (f"{divergence.describe()}: left as it is ({then}the next write keeps it as playbook.json.ahead-*); "
+            "`playbook recover` takes its content back into the log")
+
+
+def report(events: list[ev.Event], already: list[ev.Event] | None = None) -> None:
+    """Print what deserves the user's eye to stderr; in diagnostic mode, write the diagnostic files.
+
+    What `already` describes was reported before (the facade calls that produced it): each of its lines
+    is left out once, so replaying those calls into the log does not say the same thing twice."""
+    stderr, notes = describe(events)
+    if already:
+        said, noted = describe(already)
+        stderr = _without(stderr, said)
+        notes = {name: kept for name, lines in notes.items() if (kept := _without(lines, noted.get(name, [])))}
+    for line in stderr:
+        warn(line)
+    if notes and is_diagnostic_mode():
+        for name, lines in notes.items():
+            save_diagnostic("\n".join(lines) + "\n", name)
+
+
+def report_opened(repos: Opened, injected: bool = False) -> None:
+    """Say, once, what the repositories a command opened took in from outside the log, and for each
+    project whose playbook.json still holds what its log does not, the one line that says so (unless the
+    command's own report said it)."""
+    told: set[Path] = set(repos.told)
+    for repo in repos:
+        for committed in repo.taken_in:
+            report(committed.events)
+            if any(isinstance(event, ev.SnapshotSetAside) and event.kind != "unreadable" for event in committed.events):
+                told.add(repo.claude_dir)
+    for repo in repos:
+        if repo.claude_dir in told:
+            continue
+        told.add(repo.claude_dir)
+        divergence = repo.divergence()
+        if divergence is not None:
+            warn(divergence_line(divergence, injected))
+
+
+def _without(lines: list[str], said: list[str]) -> list[str]:
+    """`lines` less one occurrence of each line of `said`."""
+    left = list(said)
+    kept = []
+    for line in lines:
+        if line in left:
+            left.remove(line)
+        else:
+            kept.append(line)
+    return kept

@@ -1,0 +1,57 @@
+"""The one line SessionStart shows the user when learning cannot run, at most once a day.
+
+Python code that knows (the learning hooks, the learner, `playbook enable` / `disable`,
+the SessionStart slow path) writes the reason to `.claude/playbook.notice`, as a JSON
+string, or removes the file when learning can run. The SessionStart script
+(`playbook/quick/inject.py`, standard library only) shows it as the hook's `systemMessage`
+and notes the day in `.claude/playbook.notice.shown`; with no notice it costs one
+failed `open`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from eventlog.domain import PlaybookState
+from eventlog.store import FILE_MODE
+
+from playbook.learner.backend import NO_BACKEND, model_config
+from playbook.quick.inject import read_small
+from .settings import load_settings
+
+NOTICE_NAME = "playbook.notice"
+
+
+def learning_blocker(project: Path, state: PlaybookState) -> str | None:
+    """Why learning cannot run in `project`, in one line, or None when it can."""
+    if state.disabled:
+        return "the playbook is disabled in this project: nothing is injected or learned (`playbook enable` turns it on)"
+    settings = load_settings(project)
+    if not any(getattr(settings, key) for key in settings.__struct_fields__ if key.startswith("playbook_update_on_")):
+        return "learning is off: every playbook_update_on_* setting is false"
+    if model_config() is None:
+        return f"learning cannot run: {NO_BACKEND}"
+    return None
+
+
+def update_notice(project: Path, state: PlaybookState) -> str | None:
+    """Write (or remove) the project's notice; returns the reason, if any. Never raises on I/O."""
+    reason = learning_blocker(project, state)
+    path = project / ".claude" / NOTICE_NAME
+    try:
+        if reason is None:
+            path.unlink(missing_ok=True)
+        else:
+            data = (json.dumps(f"playbook: {reason}") + "\n").encode()
+            if read_small(str(path)) == data:
+                return reason
+            temporary = path.with_name(f"{NOTICE_NAME}.{os.getpid()}.tmp")
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.replace(temporary, path)
+    except OSError:
+        pass  # a notice is a courtesy: a read-only project still works
+    return reason
