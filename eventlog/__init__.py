@@ -7,10 +7,10 @@ rule with it, which would cost every command and hook their start-up time.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False  # not typing's: the hook scripts import `eventlog.modes` through here, and typing costs them
 if TYPE_CHECKING:
+    from typing import Any
+
     from .decide import AddNewKeyPoints, ApplyOperations, Command, Evaluate, ImportLegacy, Prune, ReplaceContent, decide
     from .decide import decide_all
     from .domain import SECTION_SLUGS, KeyPoint, PlaybookState, generate_keypoint_name, resolve_section
@@ -46,6 +46,8 @@ def __getattr__(name: str) -> Any:
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
     value = getattr(import_module(f".{module}", __name__), name)
     globals()[name] = value
     return value

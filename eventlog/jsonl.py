@@ -22,9 +22,9 @@ from .errors import PositionMismatch, StorageError
 from .events import Cause, Event, TailRepaired
 from .faults import point as fault
 from .logformat import encoded, start, text
-from .positions import Committed, Position, TornTail, Written
+from . import storage
+from .positions import Position, TornTail, Written
 from .files import FILE_MODE, fsync_dir, make_dirs
-from .store import Decider
 
 
 class JsonlEventStore:
@@ -63,12 +63,13 @@ class JsonlEventStore:
         finally:
             os.close(fd)  # closing releases the lock
 
-    def append_locked(self, state: PlaybookState, position: Position, decide: Decider, cause: Cause
-                      ) -> Committed | None:
-        """`unit_of_work.commit` on this log: the caller holds `locked()`."""
-        from .unit_of_work import commit
 
-        return commit(self, state, position, decide, cause)
+    def mark(self) -> tuple[int, int, int] | None:
+        try:
+            found = os.stat(self.path)
+        except OSError:
+            return None
+        return found.st_ino, found.st_size, found.st_mtime_ns
 
     def holds(self, position: Position) -> bool:
         return checks.hash_at(self.path, position)
@@ -99,7 +100,7 @@ class JsonlEventStore:
         return TailRepaired(offset=torn.offset, bytes_cut=len(cut), kept_at=kept.name)
 
     def write(self, position: Position, events: list[Event], cause: Cause) -> Written:
-        tx, at = store.new_transaction()
+        tx, at = storage.new_transaction()
         seq = position.seq
         running = start(position.hash)
         lines: list[bytes] = []
@@ -110,7 +111,7 @@ class JsonlEventStore:
             stamped.append(event)
             lines.append(line)
         seq += 1
-        commit, line, running = encoded(store.commit_record(seq, tx, at, len(stamped), cause), running)
+        commit, line, running = encoded(storage.commit_record(seq, tx, at, len(stamped), cause), running)
         lines.append(line)
         payload = b"".join(lines)
         created = not self.path.exists()

@@ -7,14 +7,12 @@ from contextlib import contextmanager
 
 import msgspec
 
-from . import store
 from .domain import PlaybookState
 from .errors import PositionMismatch
 from .events import Cause, Event, TailRepaired, UnknownRecord
 from .evolve import apply_transaction
-from .logformat import encoded
+from . import storage
 from .positions import Committed, Position, TornTail, Transaction, Written
-from .store import Decider
 
 
 class InMemoryEventStore:
@@ -42,11 +40,9 @@ class InMemoryEventStore:
     def locked(self) -> Iterator[None]:
         yield
 
-    def append_locked(self, state: PlaybookState, position: Position, decide: Decider, cause: Cause
-                      ) -> Committed | None:
-        from .unit_of_work import commit
 
-        return commit(self, state, position, decide, cause)
+    def mark(self) -> tuple[int, int, int] | None:
+        return None
 
     def holds(self, position: Position) -> bool:
         return position == Position() or any(t.end == position for t in self.transactions)
@@ -72,13 +68,13 @@ class InMemoryEventStore:
     def write(self, position: Position, events: list[Event], cause: Cause) -> Written:
         if position.offset != self.size() or self.unfinished:
             raise PositionMismatch("memory", position.offset, self.size())
-        (tx, at), seq = store.new_transaction(), position.seq
+        (tx, at), seq = storage.new_transaction(), position.seq
         stamped = []
         for event in events:
             seq += 1
-            stamped.append(encoded(msgspec.structs.replace(event, seq=seq, tx=tx, at=at), 0)[0])
+            stamped.append(msgspec.structs.replace(event, seq=seq, tx=tx, at=at))
         seq += 1
-        commit = encoded(store.commit_record(seq, tx, at, len(stamped), cause), 0)[0]
+        commit = storage.commit_record(seq, tx, at, len(stamped), cause)
         end = Position(offset=seq, seq=seq, hash="", line=seq)
         self.transactions.append(Transaction(events=list[Event | UnknownRecord](stamped), commit=commit,
                                              start=position, end=end))

@@ -14,19 +14,17 @@ Safe across processes on one machine; not NFS-safe (it relies on `flock`).
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 from itertools import count
 from operator import attrgetter, countOf, sub
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
 import msgspec
 
 from .domain import PlaybookState
-from .events import Cause, Event, TransactionCommitted
+from .events import Event, TransactionCommitted
 from . import registry
 from .evolve import apply_records, apply_transaction, commit_view, fold_views, fold_views_with
 from .files import DIR_MODE, FILE_MODE, SHARED_FILES, make_dirs
@@ -40,23 +38,6 @@ __all__ = [  # the line format's helpers, the position types and the file modes 
     "CHUNK_SIZE", "Committed", "DIR_MODE", "FILE_MODE", "Position", "SHARED_FILES", "TornTail", "Transaction",
     "WholeLines", "Written", "decode_line", "encode_line", "make_dirs", "split_hash",
 ]
-
-Decider = Callable[[PlaybookState], list[Event]]
-
-
-def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
-
-
-def new_transaction() -> tuple[str, str]:
-    """(id, time) for a transaction about to be written: 16 hex digits, and UTC now."""
-    return uuid.uuid4().hex[:16], utc_now()
-
-
-def commit_record(seq: int, tx: str, at: str, events: int, cause: Cause) -> TransactionCommitted:
-    return TransactionCommitted(seq=seq, tx=tx, at=at, events=events, source=cause.source, session=cause.session,
-                                model=cause.model, analysis=cause.analysis, reasoning=cause.reasoning, note=cause.note)
-
 
 fold_decoder: msgspec.json.Decoder[Any]
 """Decodes a line as the fold reads it (`eventlog.evolve.FOLD_VIEWS`); built on first use."""
@@ -367,18 +348,9 @@ def fold_log(
 
 
 def __getattr__(name: str) -> Any:
-    """`JsonlEventStore`, the writer of this format, lives in `eventlog.jsonl`, and the position checks in
-    `eventlog.checks`; they stay reachable from here. The decoders are built on first use."""
+    """The decoders, built on first use."""
     if name == "fold_decoder":
         return _fold_decoder()
     if name == "record_decoder":
         return registry.record_decoder
-    if name == "JsonlEventStore":
-        from .jsonl import JsonlEventStore
-
-        return JsonlEventStore
-    if name in ("chained", "find_damage", "hash_at"):
-        from . import checks
-
-        return getattr(checks, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

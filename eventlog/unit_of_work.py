@@ -9,51 +9,13 @@ through the `EventStore` protocol, so it runs the same on the JSONL log and in m
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from contextlib import AbstractContextManager
-from typing import Protocol
-
 from .decision import Decision
 from .domain import PlaybookState
 from .errors import CorruptLogError
 from .events import Cause, Event, TailRepaired
 from .evolve import apply
-from .store import Committed, Position, TornTail, Transaction, Written
-
-Decider = Callable[[PlaybookState], list[Event]]
-
-
-class EventStore(Protocol):
-    """What the write side needs of a log. `write` and `cut` only while `locked()` is held."""
-
-    def exists(self) -> bool: ...
-
-    def size(self) -> int:
-        """Where the log ends (the position after its last byte)."""
-        ...
-
-    def locked(self) -> AbstractContextManager[None]: ...
-
-    def read(self, start: Position = Position()) -> Iterable[Transaction]: ...
-
-    def holds(self, position: Position) -> bool:
-        """True when `position` is the end of a committed transaction of this log (or its start)."""
-        ...
-
-    def fold(self, state: PlaybookState, start: Position = Position(), until: int | None = None
-             ) -> tuple[PlaybookState, Position, TornTail | None]:
-        """Apply the committed transactions after `start` (ending by `until`) to `state`, in place."""
-        ...
-
-    def cut(self, torn: TornTail) -> TailRepaired:
-        """Remove an unfinished write from the end of the log, keeping what it held."""
-        ...
-
-    def write(self, position: Position, events: list[Event], cause: Cause) -> Written:
-        """Append `events` and their commit as one transaction, all or nothing, at `position`, which must be
-        the log's end (`PositionMismatch` otherwise). Durable when it returns."""
-        ...
-
+from .positions import Committed, Position
+from .storage import Decider, EventStore
 
 def commit(store: EventStore, state: PlaybookState, position: Position, decide: Decider,
            cause: Cause, shared: bool = False) -> Committed | None:
@@ -92,3 +54,9 @@ def commit(store: EventStore, state: PlaybookState, position: Position, decide: 
             apply(state, event)
     state.seq = written.commit.seq
     return Committed(events=written.events, commit=written.commit, state=state, position=written.position)
+
+
+def append_locked(store: EventStore, state: PlaybookState, position: Position, decide: Decider, cause: Cause
+                  ) -> Committed | None:
+    """`commit` on `store`, whose lock the caller holds: what every store's writer runs, the same on each."""
+    return commit(store, state, position, decide, cause)

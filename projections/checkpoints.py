@@ -19,10 +19,10 @@ from eventlog.checks import hash_at
 from eventlog.files import make_dirs
 from eventlog.store import Position
 
+from .quickroads import CHECKPOINT_DIR, LOG_NAME
 from .snapshot import write_atomically
 
 CHECKPOINT_EVERY = 50_000
-CHECKPOINT_DIR = "playbook.checkpoints"
 
 
 class Checkpoint(msgspec.Struct):
@@ -53,7 +53,6 @@ def save(directory: Path, state: PlaybookState, position: Position, log: Path | 
     except OSError:
         return
     from .commitindex import CommitIndex
-    from .repository import LOG_NAME
 
     try:
         CommitIndex.load(log or directory.parent / LOG_NAME, directory).close()

@@ -11,12 +11,9 @@ import os
 import stat
 from pathlib import Path
 
+from . import quickroads
 from .protective import COMBINE
-
-SETTINGS_NAME = "playbook.settings.json"
-MAX_SETTINGS_BYTES = 1 << 20
-STAMPED_ENV = ("PLAYBOOK_INJECTION_BUDGET", "PLAYBOOK_RECALL", "PLAYBOOK_RECALL_MAX_CHARS")
-"""Environment variables that shape what the hooks inject: part of the projections' settings stamp."""
+from .quickroads import MAX_SETTINGS_BYTES, SETTINGS_NAME
 
 
 def settings_paths(project: Path) -> tuple[Path, Path]:
@@ -45,22 +42,13 @@ def read_settings(path: Path) -> dict[str, object]:
 
 def user_config_dir() -> Path:
     """Claude Code's configuration directory: `$CLAUDE_CONFIG_DIR`, else `~/.claude`."""
-    return Path(os.path.expanduser(os.environ.get("CLAUDE_CONFIG_DIR") or "~/.claude"))
+    return Path(quickroads.config_dir())
 
 
 def settings_stamp(project: Path) -> str:
-    """A token that changes whenever a setting that shapes the injection may have: the settings files'
-    modification times and the environment variables in STAMPED_ENV. `playbook/quick/inject.py` computes
-    the same token with the standard library alone."""
-    parts = []
-    for path in settings_paths(project):
-        try:
-            parts.append(str(os.stat(path).st_mtime_ns))
-        except (OSError, ValueError):
-            parts.append("0")
-    for name in STAMPED_ENV:
-        parts.append("".join(os.environ.get(name, "").split()).encode("utf-8", "surrogateescape").hex())
-    return ":".join(parts)
+    """A token that changes whenever a setting that shapes the injection may have (`quickroads.settings_stamp`,
+    which the hook scripts compute too)."""
+    return quickroads.settings_stamp(project)
 
 
 def setting_number(project: Path, key: str, default: float) -> float:

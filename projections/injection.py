@@ -28,9 +28,9 @@ import msgspec
 from eventlog.domain import SECTION_SLUGS, KeyPoint, PlaybookState, Usage
 
 from .config import setting_number
+from .quickroads import projection_header
 from .render import USER_HEADING, format_sections, load_template
 
-INJECTION_NAME = "playbook.hook.json"
 PREFERENCES = "USER PREFERENCES"
 
 BUDGET_KEY = "playbook_injection_budget"
@@ -334,24 +334,8 @@ def output_of(injection: Injection, proposals: int = 0) -> bytes:
 
 def injection_file(log_size: int, snapshot_mtime_ns: int, output: bytes, stamp: str = "-",
                    user: str | None = None) -> bytes:
-    """A projection's bytes: the header its hook checks, then the output. The SessionStart projection's header
-    ends with `user`, the `user_mark` of the user-level playbook its output holds; the recall index has none."""
-    fields = [str(log_size), str(snapshot_mtime_ns), stamp, *([user] if user is not None else [])]
-    return (" ".join(fields) + "\n").encode() + output
-
-
-def user_mark(user_dir: Path) -> str:
-    """`<log size>:<playbook.json mtime_ns>` of the user-level playbook in `user_dir`, "-" when it has no log:
-    a projection that holds it is current while this is unchanged. `playbook/quick/inject.py` computes the same."""
-    try:
-        size = os.stat(user_dir / "playbook.events.jsonl").st_size
-    except (OSError, ValueError):
-        return "-"
-    try:
-        mtime = os.stat(user_dir / "playbook.json").st_mtime_ns
-    except (OSError, ValueError):
-        mtime = 0
-    return f"{size}:{mtime}"
+    """A projection's bytes: the header its hook checks (`quickroads.projection_header`), then the output."""
+    return projection_header(log_size, snapshot_mtime_ns, stamp, user) + output
 
 
 def injection_budget(project: Path) -> int:

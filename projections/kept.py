@@ -7,16 +7,14 @@ it back to reading the files.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 from eventlog.domain import PlaybookState
 from eventlog.events import Event, KeyPointAdded, OperationSkipped
-from eventlog.jsonl import JsonlEventStore
 from eventlog.store import Position
-from eventlog.unit_of_work import EventStore
+from eventlog.storage import EventStore
 
 from .injection import Ranking
 from .snapshot import read_snapshot
@@ -37,23 +35,12 @@ class Kept(NamedTuple):
     """Every key point's text in `state`, for the duplicate check, when the last append added some."""
 
 
-def log_mark(store: EventStore, log_path: Path) -> tuple[int, int, int] | None:
-    """The log file's inode, size and mtime: any write to it, or its replacement, changes one of them."""
-    if not isinstance(store, JsonlEventStore):
-        return None
-    try:
-        found = os.stat(log_path)
-    except OSError:
-        return None
-    return found.st_ino, found.st_size, found.st_mtime_ns
-
-
-def still_current(kept: Kept | None, store: EventStore, log_path: Path, snapshot_path: Path) -> bool:
+def still_current(kept: Kept | None, store: EventStore, snapshot_path: Path) -> bool:
     """True when nothing wrote the log or playbook.json since `kept` was left; the caller holds the lock.
 
     playbook.json is read whole (its digest checked against the one written or read then); a hand edit,
     a lost or unreadable file, or another writer's append, fails the check."""
-    if kept is None or log_mark(store, log_path) != kept.log_mark:
+    if kept is None or store.mark() != kept.log_mark:
         return False
     found = read_snapshot(snapshot_path)
     return not (found is None or found.snapshot is None or found.snapshot.log is None

@@ -22,7 +22,8 @@ from eventlog.domain import PlaybookState
 from eventlog.errors import StorageError
 from eventlog.events import Cause, SnapshotSetAside
 from eventlog.store import Committed, Position
-from eventlog.unit_of_work import EventStore, commit
+from eventlog.storage import EventStore
+from eventlog.unit_of_work import commit
 
 from .snapshot import ReadSnapshot, claimed_position, write_atomically
 

@@ -29,8 +29,10 @@ from eventlog.faults import point as fault
 from eventlog.files import FILE_MODE, fsync_dir
 from eventlog.logformat import COMMIT, CRC_DIGITS, Running, check_line, encoded, hash_after, split_hash, stamp, start
 from eventlog.positions import Position
-from eventlog.store import LogReader, commit_record, new_transaction
+from eventlog.store import LogReader
+from eventlog.storage import commit_record, new_transaction
 
+from .quickroads import CHECKPOINT_DIR, SHOW_NAME
 from . import anchors, checkpoints
 from .repository import PlaybookRepository
 
@@ -196,18 +198,13 @@ def _head(data: bytes) -> str:
     return hash_after(data[data.rstrip(b"\n").rfind(b"\n") + 1 :])
 
 
-SHOW_TEXT_NAME = "playbook.show.txt"
-"""`playbook.quick.show_text.SHOW_NAME`, the text `show` keeps (the layers below the application do not import it): the
-two must agree."""
-
-
 def _remove_derived(repo: PlaybookRepository) -> None:
     """Remove what derives from the log (the next reader or writer rebuilds each): the checkpoints, the hook's
     projection, the recall index, playbook.json, and the text `show` keeps with the temporary ones a killed
     `show` left."""
-    checkpoints.clear(repo.claude_dir / checkpoints.CHECKPOINT_DIR)
-    for path in (repo.injection_path, repo.recall_path, repo.snapshot_path, repo.claude_dir / SHOW_TEXT_NAME,
-                 *repo.claude_dir.glob(f".{SHOW_TEXT_NAME}.*.tmp")):
+    checkpoints.clear(repo.claude_dir / CHECKPOINT_DIR)
+    for path in (repo.injection_path, repo.recall_path, repo.snapshot_path, repo.claude_dir / SHOW_NAME,
+                 *repo.claude_dir.glob(f".{SHOW_NAME}.*.tmp")):
         path.unlink(missing_ok=True)
     fsync_dir(repo.claude_dir)
 

@@ -8,15 +8,14 @@ then, from `terms_at` bytes after the JSON line, one line per term in byte order
 `<term>\t<doc>:<weight> <doc>:<weight> ...` (its best-weighted POSTINGS), each BM25
 weight worked out here so the hook only adds numbers. Both runs of lines are sorted,
 so the hook finds what it needs by binary search and never reads the rest. With recall off, `top` is 0 and nothing follows. The hook
-(`playbook/quick/recall.py`, standard library only) decodes only the lines it prints. `terms` here must split text exactly as its copy
-there does (a test holds them together).
+(`playbook/quick/recall.py`, standard library only) decodes only the lines it prints; both split text into words with
+`quickroads.terms`.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -26,42 +25,17 @@ from eventlog.domain import PlaybookState
 
 from .config import read_settings, setting_number, settings_paths
 from .injection import injection_file
+from .quickroads import RECALL_FORMAT, RECALL_NAME, terms
 
-RECALL_NAME = "playbook.recall.json"
 RECALL_KEY = "playbook_recall"
 MAX_CHARS_KEY = "playbook_recall_max_chars"
 DEFAULT_MAX_CHARS = 800
 """Most characters of key points one prompt may bring in."""
 TOP = 3
 """Most key points one prompt may bring in."""
-FORMAT = b"recall-1"
-"""The index format's name: the hook reads only this one, and says nothing for any other."""
 K1, B = 1.2, 0.75
 POSTINGS = 64
 """Most key points kept per term (the best-weighted)."""
-
-STOP = frozenset(
-    "a an the and or of to in on at for with by from as is are be it its this that you your we our i me my they "
-    "them do does did not no never always use when then than so into over under about all any each every can "
-    "should must will would could what which how why there here have has had was were been".split()
-)
-
-
-_WORD = re.compile(r"[^\W_]+")
-"""A run of letters or digits: exactly the characters `str.isalnum` accepts (the hook's copy tests each one)."""
-
-
-def terms(text: str) -> list[str]:
-    """Lower-case words of two or more letters or digits, function words dropped, a plural `s` removed."""
-    out = []
-    for word in _WORD.findall(text.lower()):
-        if len(word) < 2 or word in STOP:
-            continue
-        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-            word = word[:-1]
-        out.append(word)
-    return out
-
 
 @lru_cache(maxsize=1 << 15)
 def _counts(text: str) -> tuple[tuple[tuple[str, int], ...], int]:
@@ -89,7 +63,7 @@ def build(state: PlaybookState, left_out: list[str], max_chars: int = DEFAULT_MA
         counts.append(found)
         lengths.append(length)
     if not docs:
-        return b"%s 0 %d 0 0\n" % (FORMAT, max_chars)
+        return b"%s 0 %d 0 0\n" % (RECALL_FORMAT, max_chars)
     average = sum(lengths) / len(lengths) or 1.0
     frequency: dict[str, int] = {}
     for found in counts:
@@ -111,7 +85,7 @@ def build(state: PlaybookState, left_out: list[str], max_chars: int = DEFAULT_MA
             best = sorted(best, key=lambda item: (-item[0], item[1]))[:POSTINGS]
         table.append(f"{term}\t{' '.join(f'{doc}:{weight:.3f}' for weight, doc in best)}\n".encode())
     body = b"".join(docs)
-    meta = b"%s %d %d %d %d" % (FORMAT, top, max_chars, n, len(body))
+    meta = b"%s %d %d %d %d" % (RECALL_FORMAT, top, max_chars, n, len(body))
     return meta + b"\n" + body + b"".join(table)
 
 

@@ -27,20 +27,19 @@ from eventlog.evolve import apply_transaction
 from eventlog.faults import point as fault
 from eventlog.jsonl import JsonlEventStore
 from eventlog.store import Committed, Position
-from eventlog.unit_of_work import EventStore, commit
+from eventlog.storage import EventStore
+from eventlog.unit_of_work import commit
 
 from . import checkpoints
 from .config import settings_stamp
-from .injection import INJECTION_NAME, Ranking, injection_budget, injection_file, output_of, plan
-from .injection import user_mark
+from .injection import Ranking, injection_budget, injection_file, output_of, plan
 from .injection import waiting_for_review
-from .kept import Kept, log_mark, still_current, texts_after
+from .kept import Kept, still_current, texts_after
 from .outside import Divergence, Housekept, Outside, divergence
-from .recall import RECALL_NAME, recall_file
+from .quickroads import CHECKPOINT_DIR, INJECTION_NAME, LOG_NAME, RECALL_NAME, SNAPSHOT_NAME, user_mark
+from .recall import recall_file
 from .snapshot import ReadSnapshot, replace_if_changed, may_lag, read_snapshot, state_of, write_snapshot
 
-LOG_NAME = "playbook.events.jsonl"
-SNAPSHOT_NAME = "playbook.json"
 
 Decider = Callable[[PlaybookState], list[Event]]
 T = TypeVar("T")
@@ -223,7 +222,7 @@ class PlaybookRepository:
             committed = commit(self.store, state, position, decider, cause, shared=resumed is not None)
             if committed is not None:
                 if checkpoints.crosses(position.seq, committed.position.seq):
-                    checkpoints.save(self.claude_dir / checkpoints.CHECKPOINT_DIR, committed.state, committed.position)
+                    checkpoints.save(self.claude_dir / CHECKPOINT_DIR, committed.state, committed.position)
                 state, position = committed.state, committed.position
                 if ranking is not None:
                     ranking = ranking.after(state, committed.events)
@@ -234,7 +233,7 @@ class PlaybookRepository:
                                                     ranking=ranking, rank=True)
             if written is not None:
                 reflected, digest = (position.offset, self.snapshot_path.stat().st_size), written
-            mark = log_mark(self.store, self.log_path)
+            mark = self.store.mark()
             if mark is not None and reflected is not None and digest and mark[1] == position.offset:
                 self._kept = Kept(state, position, mark, digest, reflected, ranking, texts)
             return committed
@@ -242,7 +241,7 @@ class PlaybookRepository:
     def _resume(self, kept: Kept | None) -> tuple[PlaybookState, Position, tuple[int, int], str] | None:
         """Under the lock: what this object's last append left, when nothing else wrote the log or playbook.json
         since (`_housekeep`'s result, without rebuilding the state); None otherwise."""
-        if kept is None or not still_current(kept, self.store, self.log_path, self.snapshot_path):
+        if kept is None or not still_current(kept, self.store, self.snapshot_path):
             return None
         self._remove_stale_temps()
         self.diverged = None
@@ -279,7 +278,7 @@ class PlaybookRepository:
         """`rebuild` for a caller that holds the lock and wants the derived files to follow the log as it is
         (a purge, which rewrote it): playbook.json, the hook's projection, the recall index, the checkpoints."""
         state, position = PlaybookState(), Position()
-        directory = self.claude_dir / checkpoints.CHECKPOINT_DIR
+        directory = self.claude_dir / CHECKPOINT_DIR
         checkpoints.clear(directory)
         for transaction in self.store.read():
             apply_transaction(state, transaction.events, transaction.commit.seq, transaction.commit.at)
@@ -360,7 +359,7 @@ class PlaybookRepository:
         for name in (SNAPSHOT_NAME, INJECTION_NAME, RECALL_NAME):
             for temp in self.claude_dir.glob(f".{name}.*.tmp"):
                 temp.unlink(missing_ok=True)
-        checkpoints.remove_leftovers(self.claude_dir / checkpoints.CHECKPOINT_DIR)
+        checkpoints.remove_leftovers(self.claude_dir / CHECKPOINT_DIR)
 
 
 def _same_dir(a: Path, b: Path) -> bool:

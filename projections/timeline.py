@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
@@ -30,14 +30,12 @@ from eventlog.checks import chained, hash_at
 from eventlog.store import LogReader, Position, Transaction, fold_log
 
 from . import checkpoints
-from .checkpoints import CHECKPOINT_DIR
+from .quickroads import CHECKPOINT_DIR
 from .commitindex import CommitIndex, CommitRef
 from .history import damaged, entry_after, mentioning
 from .repository import PlaybookRepository
 from .snapshot import write_atomically
 
-if TYPE_CHECKING:
-    from .revert import RevertPlan
 
 _RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -313,13 +311,6 @@ class Timeline:
                                          after=None if kp is None else KeyPoint(kp.name, kp.text, kp.helpful, kp.harmful)))
         return items
 
-    # --- revert --------------------------------------------------------------------------------
-
-    def plan_revert(self, target: str, force: bool = False) -> RevertPlan:
-        """`projections.revert.plan_revert` on this timeline."""
-        from .revert import plan_revert
-
-        return plan_revert(self, target, force)
 
 
 def parse_time(text: str) -> datetime:

@@ -18,7 +18,8 @@ from eventlog.store import LogReader, Position, fold_log
 from eventlog import wholecheck
 from eventlog.wholecheck import halves_fold, parallel_fold
 
-from .checkpoints import CHECKPOINT_DIR, Checkpoint, nearest, seq_of
+from .checkpoints import Checkpoint, nearest, seq_of
+from .quickroads import CHECKPOINT_DIR
 
 from .repository import PlaybookRepository
 from .snapshot import claimed_position, may_lag, read_snapshot, render

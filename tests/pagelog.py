@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import eventlog.store
+import eventlog.storage
 from eventlog.decide import ApplyOperations, CompleteLearning, Evaluate, ImportLegacy, Prune, ReplaceContent, RequestLearning
 from eventlog.events import Cause
 from projections.repository import PlaybookRepository
@@ -22,7 +23,7 @@ def hook(session: str, analysis: str | None = None, reasoning: str | None = None
 def build_history(repo: PlaybookRepository, monkeypatch, cycles: int = 24) -> dict[str, str]:
     """Append the history with a fixed clock (a day apart); returns transaction ids by label."""
     clock = iter(datetime(2026, 3, 1, 9, tzinfo=timezone.utc) + timedelta(hours=7 * k) for k in range(10_000))
-    monkeypatch.setattr(eventlog.store, "utc_now", lambda: next(clock).isoformat(timespec="microseconds"))
+    monkeypatch.setattr(eventlog.storage, "utc_now", lambda: next(clock).isoformat(timespec="microseconds"))
     tx: dict[str, str] = {}
 
     def append(label: str, commands: list, cause: Cause) -> None:

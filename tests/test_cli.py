@@ -26,7 +26,9 @@ from pathlib import Path
 
 import pytest
 
+import projections.revert
 import eventlog.store
+import eventlog.storage
 from eventlog.decide import ApplyOperations, CompleteLearning, Evaluate, FailLearning, ImportLegacy, Prune
 from eventlog.decide import ReplaceContent, RequestLearning
 from eventlog.events import Cause
@@ -263,7 +265,7 @@ def test_show_at_seq_transaction_prefix_session_and_before(run, demo, repo):
 def test_show_at_relative_and_iso_times(run, repo, monkeypatch):
     now = datetime.now(timezone.utc)
     clock = iter([now - timedelta(hours=5), now - timedelta(hours=3), now - timedelta(hours=1)])
-    monkeypatch.setattr(eventlog.store, "utc_now", lambda: next(clock).isoformat(timespec="microseconds"))
+    monkeypatch.setattr(eventlog.storage, "utc_now", lambda: next(clock).isoformat(timespec="microseconds"))
     for text in ("five hours ago", "three hours ago", "one hour ago"):
         repo.append([ApplyOperations([{"type": "ADD", "text": text}])], Cause(source="test"))
 
@@ -556,14 +558,14 @@ def test_revert_refused_on_conflict_then_forced(run, demo, repo):
 
 def test_a_transaction_written_while_a_revert_is_planned_stays(run, repo, monkeypatch):
     first = repo.append([ApplyOperations([{"type": "ADD", "text": "first"}])], Cause(source="test"))
-    plan_revert = Timeline.plan_revert
+    plan_revert = projections.revert.plan_revert
 
-    def racing(self, target, force=False):
-        assert self.refs  # the commit index is read; then another writer appends
+    def racing(timeline, target, force=False):
+        assert timeline.refs  # the commit index is read; then another writer appends
         repo.append([ApplyOperations([{"type": "ADD", "text": "written meanwhile"}])], Cause(source="other"))
-        return plan_revert(self, target, force)
+        return plan_revert(timeline, target, force)
 
-    monkeypatch.setattr(Timeline, "plan_revert", racing)
+    monkeypatch.setattr(projections.revert, "plan_revert", racing)
     result = run("revert", first.commit.tx)
     assert result.code == 0, result.err
     assert [kp.text for _, kp in repo.current()[0].entries()] == ["written meanwhile"]

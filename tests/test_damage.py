@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from eventlog.unit_of_work import append_locked
 from eventlog.decide import ApplyOperations, decide_all
 from eventlog.domain import PlaybookState
 from eventlog.errors import CorruptLogError
@@ -299,7 +300,7 @@ def test_recover_of_playbook_json_itself_keeps_it_aside_first_then_takes_it_back
 
 
 def test_a_snapshot_of_another_history_is_left_by_readers_and_kept_by_writers(tmp_path):
-    from eventlog.store import JsonlEventStore
+    from eventlog.jsonl import JsonlEventStore
 
     repo = _five_transactions(tmp_path)
     snapshot = repo.snapshot_path.read_bytes()
@@ -307,7 +308,7 @@ def test_a_snapshot_of_another_history_is_left_by_readers_and_kept_by_writers(tm
     store = JsonlEventStore(repo.store.path)  # another tool writes a history of its own, longer than before
     with store.locked():
         for n in range(4):
-            store.append_locked(PlaybookState(), Position(), lambda state, n=n: decide_all(
+            append_locked(store, PlaybookState(), Position(), lambda state, n=n: decide_all(
                 state, ops({"type": "ADD", "text": f"other history {n} " + "x" * 400})), CAUSE)
     diverged = repo.divergence()
     assert diverged is not None and not diverged.ahead

@@ -15,8 +15,10 @@ import msgspec
 import pytest
 
 import eventlog.events as ev
+import eventlog.jsonl
 import eventlog.store
 from benchmarks.fold import write_log
+from eventlog.unit_of_work import append_locked
 from eventlog.domain import PRUNE_RULE, PlaybookState
 from eventlog.errors import CorruptLogError
 from eventlog.events import CountersSet, CurationHeld, Event, KeyPointAdded, KeyPointDeleted, KeyPointEvaluated
@@ -283,10 +285,10 @@ def test_a_damaged_last_commit_line_is_corruption_not_a_torn_tail_and_is_never_c
     with pytest.raises(CorruptLogError) as iterated:
         list(LogReader(path))
     assert folded.value.line == iterated.value.line == line
-    store = eventlog.store.JsonlEventStore(path)
+    store = eventlog.jsonl.JsonlEventStore(path)
     before = path.read_bytes()
     with pytest.raises(CorruptLogError), store.locked():
-        store.append_locked(PlaybookState(), Position(), lambda state: [], None)  # type: ignore[arg-type]
+        append_locked(store, PlaybookState(), Position(), lambda state: [], None)  # type: ignore[arg-type]
     assert path.read_bytes() == before and not list(tmp_path.glob("log.jsonl.torn-*"))
 
 

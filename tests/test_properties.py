@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from tests.logtools import transaction_after
+from eventlog.unit_of_work import append_locked
 from eventlog.decide import AddNewKeyPoints, ApplyOperations, Evaluate, Prune, decide_all
 from eventlog.domain import PRUNE_RULE, SECTION_SLUGS, KeyPoint, PlaybookState, generate_keypoint_name, next_name
 from eventlog.events import Cause, CountersSet, KeyPointAdded, KeyPointDeleted, KeyPointEvaluated, KeyPointImported
@@ -662,7 +663,7 @@ class PlaybookMachine(RuleBasedStateMachine):
         command = self._command(template)
         size = self._size()
         with self.repo.store.locked():
-            committed = self.repo.store.append_locked(
+            committed = append_locked(self.repo.store, 
                 PlaybookState(), Position(), lambda s: decide_all(s, [command]), CAUSE
             )
         self._record(committed, size)

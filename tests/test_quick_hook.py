@@ -186,17 +186,11 @@ def test_input_the_decision_cannot_read_is_left_to_the_full_hook(env):
         assert nothing_to_do("SessionEnd", raw) is False
 
 
-def test_what_the_decision_copies_agrees_with_the_full_hook(env, monkeypatch):
+def test_the_switches_the_decision_reads_are_the_settings_learning_has(env, monkeypatch):
     from eventlog.domain import PlaybookState
-    from playbook.learner import backend
-    from playbook.wiring import hooks, notice, project, settings
+    from playbook.wiring import notice, settings
     from playbook.quick import quick_hook
-    from projections import config as settings_files
 
-    assert [name for name, _ in quick_hook.PLAYBOOK_FILES] == [name for name, _ in project.PLAYBOOK_PATHS]
-    assert [kind for _, kind in quick_hook.PLAYBOOK_FILES] == [kind for _, kind in project.PLAYBOOK_PATHS]
-    assert (quick_hook.MAX_STDIN, quick_hook.MAX_SETTINGS_BYTES) == (hooks.MAX_STDIN, settings_files.MAX_SETTINGS_BYTES)
-    assert quick_hook.NO_BACKEND == backend.NO_BACKEND
     assert set(quick_hook.SWITCHES) == {key for key in settings.Settings.__struct_fields__
                                         if key.startswith("playbook_update_on_")}
     for key in quick_hook.SWITCHES:

@@ -402,9 +402,6 @@ def test_every_road_prints_the_full_commands_text_of_several_playbooks(tmp_path,
 
 
 def test_the_kept_text_is_as_private_as_the_playbook_and_leaves_no_temporary_file(tmp_path):
-    from eventlog import files
-
-    assert show_text.FILE_MODE == files.FILE_MODE
     seed(tmp_path)
     claude = tmp_path / ".claude"
     stale, fresh = claude / f".{show_text.SHOW_NAME}.999999.tmp", claude / f".{show_text.SHOW_NAME}.999998.tmp"

@@ -12,7 +12,7 @@ import pytest
 
 from eventlog.decide import ApplyOperations, ImportLegacy
 from eventlog.events import Cause
-from playbook.quick import recall as hook
+from projections import quickroads
 from projections import recall as index
 from projections.repository import PlaybookRepository
 
@@ -64,24 +64,17 @@ def context(done: subprocess.CompletedProcess) -> str:
     return output["additionalContext"]
 
 
-def test_the_hook_reads_the_index_format_the_projection_writes():
-    assert hook.FORMAT == index.FORMAT
+def test_words_split_at_what_is_no_letter_or_digit_with_function_words_and_plurals_dropped():
+    assert quickroads.terms("Use pathlib's Path.read_text(), not os.path!") == [
+        "pathlib", "path", "read", "text", "os", "path"]
+    assert quickroads.terms("naïve café 3.11 vs 3.8 — résumé") == ["naïve", "café", "11", "vs", "résumé"]
+    assert quickroads.terms("keys keyss process classes") == ["key", "keyss", "process", "classe"]
+    assert quickroads.terms("a b c d") == quickroads.terms("") == []
 
 
-def test_the_hook_and_the_index_split_words_alike():
-    samples = ["Use pathlib's Path.read_text(), not os.path!", "Run   the TESTS before committing; always.",
-               "naïve café 3.11 vs 3.8 — résumé", "a b c d", "keys keyss process classes", ""]
-    for text in samples:
-        assert hook.terms(text) == index.terms(text)
-    assert hook.STOP == index.STOP
-
-
-def test_both_hooks_stamp_the_settings_as_the_projection_does(tmp_path, monkeypatch):
-    """The hooks keep standard-library copies of `config.settings_stamp`; a projection whose stamp
-    they compute differently would never be served."""
-    from playbook.quick import inject
-    from projections import config as settings_files
-
+def test_the_settings_stamp_changes_with_every_setting_that_shapes_a_projection(tmp_path, monkeypatch):
+    """The hooks serve a projection only while its stamp is the one computed now: each change to a settings
+    file, to Claude Code's directory or to a stamped variable must change the stamp."""
     home, project = tmp_path / "stamp-home", tmp_path / "stamp-project"
     (home / ".claude").mkdir(parents=True)
     (project / ".claude").mkdir(parents=True)
@@ -92,20 +85,16 @@ def test_both_hooks_stamp_the_settings_as_the_projection_does(tmp_path, monkeypa
     stamps = []
     for step in range(4):
         if step == 3:  # Claude Code's directory moved: the user's settings file is read there
-            (config / settings_files.SETTINGS_NAME).write_text('{"playbook_injection_budget": 20}')
+            (config / quickroads.SETTINGS_NAME).write_text('{"playbook_injection_budget": 20}')
             monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
         if step == 1:
-            (home / ".claude" / settings_files.SETTINGS_NAME).write_text('{"playbook_recall": false}')
-            (project / ".claude" / settings_files.SETTINGS_NAME).write_text('{"playbook_injection_budget": 10}')
+            (home / ".claude" / quickroads.SETTINGS_NAME).write_text('{"playbook_recall": false}')
+            (project / ".claude" / quickroads.SETTINGS_NAME).write_text('{"playbook_injection_budget": 10}')
         if step == 2:
-            for name, value in zip(settings_files.STAMPED_ENV, ("1 2", "0", "\u00e9")):
+            for name, value in zip(quickroads.STAMPED_ENV, ("1 2", "0", "\u00e9")):
                 monkeypatch.setenv(name, value)
-        stamp = settings_files.settings_stamp(project)
-        assert inject.settings_stamp(str(project)) == stamp
-        assert hook.settings_stamp(str(project)) == stamp
-        stamps.append(stamp)
+        stamps.append(quickroads.settings_stamp(str(project)))
     assert len(set(stamps)) == 4
-    assert inject.STAMPED_ENV == hook.STAMPED_ENV == settings_files.STAMPED_ENV
 
 
 def test_a_prompt_brings_in_the_left_out_key_point_it_is_about(project):
@@ -146,7 +135,7 @@ def test_recall_off_adds_nothing(project):
 
 def test_a_stale_index_is_brought_up_to_date_by_the_prompt_that_finds_it(project):
     repo = seed(project)
-    path = project / ".claude" / index.RECALL_NAME
+    path = project / ".claude" / quickroads.RECALL_NAME
     assert not path.exists()  # an append leaves the index to the first prompt that needs it
     assert "pat-401" in context(prompt(project, "kerberos keytab realm"))
     size = (project / ".claude" / "playbook.events.jsonl").stat().st_size
@@ -168,7 +157,7 @@ def test_a_stale_index_is_brought_up_to_date_by_the_prompt_that_finds_it(project
 ])
 def test_a_damaged_or_hostile_index_never_fails_the_prompt(project, body):
     seed(project).refresh()
-    path = project / ".claude" / index.RECALL_NAME
+    path = project / ".claude" / quickroads.RECALL_NAME
     header = path.read_bytes().partition(b"\n")[0]
     path.write_bytes(header + b"\n" + body)
     done = prompt(project, "kerberos keytab realm")
@@ -201,10 +190,10 @@ def test_bad_stdin_is_silent_and_exit_0(project):
 def test_the_hook_reads_hook_input_as_json_does_without_importing_json(payload):
     text = json.dumps(payload, indent=1)
     expected = {key: value for key, value in json.loads(text).items() if isinstance(value, str)}
-    assert hook.top_level_strings(text) == expected
+    assert quickroads.top_level_strings(text) == expected
     for bad in ("[]", "7", '{"prompt": ', "prompt"):
         with pytest.raises((ValueError, IndexError)):
-            hook.top_level_strings(bad)
+            quickroads.top_level_strings(bad)
 
 
 def test_an_index_log_and_playbook_linked_to_another_projects_are_never_read(project, tmp_path):
@@ -214,7 +203,7 @@ def test_an_index_log_and_playbook_linked_to_another_projects_are_never_read(pro
     assert "pat-401" in context(prompt(project, "kerberos keytab realm"))
     repository = tmp_path / "repository"
     (repository / ".claude").mkdir(parents=True)
-    for name in ("playbook.events.jsonl", "playbook.json", "playbook.hook.json", index.RECALL_NAME):
+    for name in ("playbook.events.jsonl", "playbook.json", "playbook.hook.json", quickroads.RECALL_NAME):
         assert (project / ".claude" / name).is_file()
         (repository / ".claude" / name).symlink_to(project / ".claude" / name)
     done = prompt(repository, "kerberos keytab realm")

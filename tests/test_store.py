@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from eventlog.unit_of_work import append_locked
 from eventlog.decide import ApplyOperations, Evaluate, decide_all
 from eventlog.domain import PlaybookState
 from eventlog.errors import CorruptLogError
@@ -33,7 +34,7 @@ class StoreContract:
 
     def append(self, store, decider, state=None, position=None):
         with store.locked():
-            return store.append_locked(state or PlaybookState(), position or Position(), decider, CAUSE)
+            return append_locked(store, state or PlaybookState(), position or Position(), decider, CAUSE)
 
     def test_append_returns_stamped_events_and_state(self, tmp_path):
         store = self.make(tmp_path)
@@ -194,7 +195,7 @@ def _three_transactions(tmp_path: Path) -> tuple[JsonlEventStore, list[int]]:
     ends = []
     for text in ("one", "two", "three"):
         with store.locked():
-            committed = store.append_locked(PlaybookState(), Position(), add(text), CAUSE)
+            committed = append_locked(store, PlaybookState(), Position(), add(text), CAUSE)
         ends.append(committed.position.offset)
     return store, ends
 
@@ -212,7 +213,7 @@ def test_a_cut_at_every_byte_offset_shows_whole_transactions_and_the_next_append
         assert texts == whole, cut
         assert (reader.torn is None) == (cut in ends or cut == 0), cut
         with store.locked():
-            committed = store.append_locked(PlaybookState(), Position(), add("four"), CAUSE)
+            committed = append_locked(store, PlaybookState(), Position(), add("four"), CAUSE)
         after = [e for t in store.read() for e in t.events]
         assert [e.text for e in after if isinstance(e, KeyPointAdded)] == whole + ["four"], cut
         last_end = max([0] + [end for end in ends if end <= cut])
@@ -231,7 +232,7 @@ def test_a_tail_of_junk_is_invisible_and_cut_by_the_next_writer(tmp_path, junk):
     store.path.write_bytes(store.path.read_bytes() + junk)
     assert len(list(store.read())) == 3
     with store.locked():
-        committed = store.append_locked(PlaybookState(), Position(), add("four"), CAUSE)
+        committed = append_locked(store, PlaybookState(), Position(), add("four"), CAUSE)
     assert isinstance(committed.events[0], TailRepaired)
     assert len(list(store.read())) == 4
 
@@ -246,7 +247,7 @@ def test_a_tail_with_a_whole_commit_line_that_does_not_read_back_is_invisible_an
     store.path.write_bytes(before)
     assert len(list(store.read())) == 3
     with pytest.raises(CorruptLogError) as raised, store.locked():
-        store.append_locked(PlaybookState(), Position(), add("four"), CAUSE)
+        append_locked(store, PlaybookState(), Position(), add("four"), CAUSE)
     assert (raised.value.line, raised.value.offset) == (before.count(b"\n", 0, ends[-1]) + 1, ends[-1])
     assert store.path.read_bytes() == before and not list(tmp_path.glob("*.torn-*"))
 
@@ -263,7 +264,7 @@ def test_a_damaged_line_in_the_middle_stops_reading_and_writing_with_its_line_nu
     before = store.path.read_bytes()
     with pytest.raises(CorruptLogError):
         with store.locked():
-            store.append_locked(PlaybookState(), Position(), add("four"), CAUSE)
+            append_locked(store, PlaybookState(), Position(), add("four"), CAUSE)
     assert store.path.read_bytes() == before
 
 

@@ -49,6 +49,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from tests.logtools import transaction_after
+from eventlog.unit_of_work import append_locked
 from eventlog.decide import ApplyOperations, ReplaceContent, decide_all
 from eventlog.domain import SECTION_SLUGS, PlaybookState
 from eventlog.events import Cause, CountersSet, KeyPointAdded, KeyPointDeleted, KeyPointEvaluated, KeyPointImported
@@ -57,6 +58,7 @@ from eventlog.events import LearningFailed, LearningRequested, LearningSkipped, 
 from eventlog.evolve import apply_transaction, fold
 from eventlog.store import LogReader, Position, fold_log
 from playbook.quick import inject
+from projections.revert import plan_revert
 from projections import checkpoints
 from projections.injection import INJECTION_NAME, hook_output
 from projections.repository import LOG_NAME, SNAPSHOT_NAME, PlaybookRepository
@@ -683,7 +685,7 @@ class RevertMachine(RuleBasedStateMachine):
             template = data.draw(machine_commands, label="command")
             command = _resolve(template, state_env(self.expected()))
             with self.repo.store.locked():
-                committed = self.repo.store.append_locked(
+                committed = append_locked(self.repo.store, 
                     PlaybookState(), Position(), lambda s: decide_all(s, [command]),
                     Cause(source="machine", session=data.draw(st.sampled_from(SESSIONS), label="session")))
             self._record(committed)
@@ -725,7 +727,7 @@ class RevertMachine(RuleBasedStateMachine):
         sessions = sorted({tx.commit.session for tx in self.txs if tx.commit.session})
         target = data.draw(st.sampled_from([tx.commit.tx for tx in self.txs] + sessions), label="revert")
         before = self.expected()
-        plan = Timeline(self.repo).plan_revert(target, force=True)
+        plan = plan_revert(Timeline(self.repo), target, force=True)
         chosen = [i for i, tx in enumerate(self.txs) if target in (tx.commit.tx, tx.commit.session)]
         assert sorted(plan.transactions) == sorted(self.txs[i].commit.tx for i in chosen)
         assert plan.base == before and ordered(plan.base) == ordered(before)

@@ -17,8 +17,9 @@ from eventlog.domain import SECTION_SLUGS, PlaybookState
 from eventlog.events import Cause, KeyPointAdded, KeyPointsMerged
 from eventlog.evolve import apply_transaction
 from eventlog.registry import mentions, touched_names
-from eventlog import store
+from eventlog import storage, store
 from eventlog.store import LogReader
+from projections.revert import plan_revert
 from projections import checkpoints
 from projections.repository import PlaybookRepository
 from projections.snapshot import playbook_dict
@@ -112,7 +113,7 @@ def test_diff_applied_to_a_gives_b(tmp_path_factory, steps, data):
 
 
 def revert(repo: PlaybookRepository, target: str, force: bool = False):
-    plan = Timeline(repo).plan_revert(target, force)
+    plan = plan_revert(Timeline(repo), target, force)
     return repo.append([ReplaceContent(target=playbook_dict(plan.target), origin="revert", base=plan.base)],
                        Cause(source="revert", note=f"revert of {', '.join(plan.transactions)}"))
 
@@ -129,7 +130,7 @@ def test_reverting_an_untouched_transaction_gives_the_log_without_it_and_revert_
     chosen = data.draw(st.sampled_from(refs))
     before = content(repo.current()[0])
     try:
-        plan = Timeline(repo).plan_revert(chosen.commit.tx)
+        plan = plan_revert(Timeline(repo), chosen.commit.tx)
     except RevertConflict:
         return  # later transactions touched its entries: covered by the conflict test
     without = PlaybookState()
@@ -152,9 +153,9 @@ def test_revert_refuses_on_conflict_and_force_reverts_the_rest(tmp_path):
     repo.append([Evaluate([{"name": "oth-001", "rating": "helpful"}])], Cause(source="test", session="two"))
     size = repo.store.size()
     with pytest.raises(RevertConflict) as raised:
-        Timeline(repo).plan_revert(first.commit.tx)
+        plan_revert(Timeline(repo), first.commit.tx)
     assert set(raised.value.conflicts) == {"oth-001"} and repo.store.size() == size
-    plan = Timeline(repo).plan_revert("one", force=True)
+    plan = plan_revert(Timeline(repo), "one", force=True)
     assert set(plan.conflicts) == {"oth-001"}
     revert(repo, "one", force=True)
     assert [(kp.name, kp.helpful) for _, kp in repo.current()[0].entries()] == [("oth-001", 1)]
@@ -163,7 +164,7 @@ def test_revert_refuses_on_conflict_and_force_reverts_the_rest(tmp_path):
 def test_a_transaction_written_while_a_revert_is_planned_is_not_undone(tmp_path):
     repo = PlaybookRepository(tmp_path / ".claude")
     first = repo.append([ApplyOperations([{"type": "ADD", "text": "a"}])], Cause(source="t"))
-    plan = Timeline(repo).plan_revert(first.commit.tx)
+    plan = plan_revert(Timeline(repo), first.commit.tx)
     repo.append([ApplyOperations([{"type": "ADD", "text": "written meanwhile"}])], Cause(source="t"))
     repo.append([ReplaceContent(target=playbook_dict(plan.target), origin="revert", base=plan.base)],
                 Cause(source="revert"))
@@ -172,8 +173,8 @@ def test_a_transaction_written_while_a_revert_is_planned_is_not_undone(tmp_path)
 
 def test_an_ambiguous_transaction_prefix_is_refused(tmp_path, monkeypatch):
     ids = iter(["0123abcd00000000", "0123abcdffffffff"])
-    new_transaction = store.new_transaction
-    monkeypatch.setattr(store, "new_transaction", lambda: (next(ids), new_transaction()[1]))
+    new_transaction = storage.new_transaction
+    monkeypatch.setattr(storage, "new_transaction", lambda: (next(ids), new_transaction()[1]))
     repo = PlaybookRepository(tmp_path / ".claude")
     for text in ("a", "b"):
         repo.append([ApplyOperations([{"type": "ADD", "text": text}])], Cause(source="t"))

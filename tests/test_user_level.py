@@ -67,9 +67,6 @@ def test_the_location_follows_claude_config_dir(monkeypatch, tmp_path):
     monkeypatch.delenv("CLAUDE_CONFIG_DIR")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert user_dir() == tmp_path / "home" / ".claude" / "playbook"
-    from playbook.quick import inject  # the hook's standard-library copy agrees
-
-    assert inject.user_dir() == str(user_dir())
 
 
 def test_every_command_takes_user_and_acts_on_the_user_level_playbook_only(project, capsys):

@@ -27,6 +27,7 @@ from eventlog.wholecheck import parallel_fold
 from projections.repository import PlaybookRepository
 from projections.snapshot import playbook_dict
 from projections.revert import RevertPlan
+from projections import revert as reverts
 from projections.timeline import Timeline, read_transaction
 from projections.usage import UsageReport, usage_report
 
@@ -160,7 +161,7 @@ def revert(repo: PlaybookRepository, target: str, force: bool = False, dry_run: 
     timeline = Timeline(repo)
     if len(target.strip()) >= 6:
         check_prefix(timeline, target.strip(), digits_are_seq=False)
-    plan = timeline.plan_revert(target.strip(), force)
+    plan = reverts.plan_revert(timeline, target.strip(), force)
     if dry_run or not plan.events:
         return Reverted(plan=plan, committed=None, dry_run=dry_run)
     # The plan's target is the log up to the last indexed transaction without the reverted

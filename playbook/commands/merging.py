@@ -12,7 +12,8 @@ from pathlib import Path
 
 from eventlog.errors import PlaybookError
 from eventlog.checks import hash_at
-from projections.checkpoints import CHECKPOINT_DIR, clear
+from projections.checkpoints import clear
+from projections.quickroads import CHECKPOINT_DIR
 from projections.merge import MergeOutcome, merge_logs, write_merged
 from projections.repository import PlaybookRepository
 from projections.snapshot import read_snapshot, state_of

@@ -14,7 +14,7 @@ from pathlib import Path
 from eventlog.errors import PlaybookError, StorageError
 from projections.anchors import ANCHORS_NAME
 from projections.purge import Purged, Redact, purge
-from projections.repository import LOG_NAME
+from projections.quickroads import LOG_NAME
 
 from .output import out_json
 from playbook.wiring.project import playbook_of

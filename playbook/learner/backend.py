@@ -20,10 +20,9 @@ from collections.abc import Mapping
 import msgspec
 
 from eventlog.values import Backend
+from projections.quickroads import NO_BACKEND
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
-NO_BACKEND = ("no API key (AGENTIC_CONTEXT_API_KEY, ANTHROPIC_AUTH_TOKEN or ANTHROPIC_API_KEY) "
-              "and no Claude Code CLI (claude) found")
 
 
 class ModelConfig(msgspec.Struct, frozen=True):

@@ -39,7 +39,7 @@ from eventlog.errors import PlaybookError
 from eventlog.events import Cause
 from eventlog.evolve import fold
 from eventlog.files import FILE_MODE
-from eventlog.store import utc_now
+from eventlog.storage import utc_now
 from projections.repository import PlaybookRepository
 
 from .lean import LeanSettings, curation_commands, current_plan, lean_settings, sweep_stale

@@ -24,7 +24,7 @@ from eventlog.domain import PendingProposal, PlaybookState
 from eventlog.errors import PlaybookError
 from eventlog.events import Cause, CurationHeld, Event, ProposalAccepted, ProposalRejected
 from eventlog.evolve import fold
-from eventlog.store import utc_now
+from eventlog.storage import utc_now
 from projections.repository import PlaybookRepository
 
 from .lean import guarded, lean_settings

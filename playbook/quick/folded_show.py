@@ -16,7 +16,7 @@ from eventlog.errors import PlaybookError
 from projections.repository import PlaybookRepository
 from projections.snapshot import playbook_dict
 
-from . import quick_show, show_text
+from . import show_text
 from playbook.wiring.project import claude_dir
 from playbook.rendering.terminal import Style
 
@@ -35,7 +35,7 @@ def text(project: str, color: bool) -> bytes | None:
     except (PlaybookError, OSError):
         return None
     snapshot = {**playbook_dict(state), "log": {"seq": state.seq}}
-    painted = ("\n".join(quick_show.show_lines(snapshot, Style(color=True))) + "\n").encode("utf-8")
+    painted = ("\n".join(show_text.show_lines(snapshot, Style(color=True))) + "\n").encode("utf-8")
     if show_text.stamp(str(directory)) == stamped:  # nothing moved while it was read
         show_text.keep(str(directory), stamped, painted)
     return painted if color else show_text.plain(painted)

@@ -11,65 +11,10 @@ import stat
 import sys
 import time
 
-INJECTION_NAME = "playbook.hook.json"
-SETTINGS_NAME = "playbook.settings.json"
-STAMPED_ENV = ("PLAYBOOK_INJECTION_BUDGET", "PLAYBOOK_RECALL", "PLAYBOOK_RECALL_MAX_CHARS")
-NOTICE_NAME = "playbook.notice"
-MAX_PROJECTION_BYTES = 16 << 20
-"""Most bytes of `playbook.hook.json` the fast path reads, far above any context a session takes: a larger
-file is left to the full hook, which writes the projection again from the log."""
-
-
-def settings_stamp(project: str) -> str:
-    """`projections.config.settings_stamp`, with the standard library alone: the two must agree."""
-    parts = []
-    user = os.path.expanduser(os.environ.get("CLAUDE_CONFIG_DIR") or "~/.claude")
-    for path in (os.path.join(user, SETTINGS_NAME), os.path.join(project, ".claude", SETTINGS_NAME)):
-        try:
-            parts.append(str(os.stat(path).st_mtime_ns))
-        except (OSError, ValueError):
-            parts.append("0")
-    for name in STAMPED_ENV:
-        parts.append("".join(os.environ.get(name, "").split()).encode("utf-8", "surrogateescape").hex())
-    return ":".join(parts)
-
-
-def claude_outside(project: str) -> "str | None":
-    """Where `<project>/.claude` leads when it is a link out of the project, else None.
-
-    A repository can carry `.claude` as a link to any directory of the user's: the playbook
-    is then neither read nor written there. One lstat when it is no link, the common case."""
-    claude_dir = os.path.join(project, ".claude")
-    if not os.path.islink(claude_dir):
-        return None
-    target, base = os.path.realpath(claude_dir), os.path.realpath(project)
-    return None if target == base or target.startswith(os.path.join(base, "")) else target
-
-
-def user_dir() -> str:
-    """`playbook.wiring.project.user_dir`, with the standard library alone: the two must agree."""
-    configured = os.environ.get("PLAYBOOK_USER_DIR")
-    if configured:
-        return configured
-    config = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
-    return os.path.join(config, "playbook")
-
-
-def user_mark(claude_dir: str) -> str:
-    """`projections.injection.user_mark` of the user-level playbook injected with `claude_dir`'s: the two
-    must agree. "-" when there is none (or it is the project's own directory)."""
-    directory = user_dir()
-    try:
-        if os.path.realpath(directory) == os.path.realpath(claude_dir):
-            return "-"
-        size = os.stat(os.path.join(directory, "playbook.events.jsonl")).st_size
-    except (OSError, ValueError):
-        return "-"
-    try:
-        mtime = os.stat(os.path.join(directory, "playbook.json")).st_mtime_ns
-    except (OSError, ValueError):
-        mtime = 0
-    return "%d:%d" % (size, mtime)
+# The package's root, beside this file, for the quick roads' contract: absolute, never the current directory.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from projections.quickroads import (INJECTION_NAME, LOG_NAME, MAX_PROJECTION_BYTES, NOTICE_NAME,  # noqa: E402
+                                    SNAPSHOT_NAME, claude_outside, current_body, read_small, user_dir)
 
 
 def _fast(claude_dir: str, user_level: bool = False) -> "bytes | None":  # a string: any Python 3 runs this
@@ -82,51 +27,9 @@ def _fast(claude_dir: str, user_level: bool = False) -> "bytes | None":  # a str
     if not user_level and claude_outside(os.path.dirname(claude_dir)) is not None:
         return None
     try:
-        data = read_capped(os.path.join(claude_dir, INJECTION_NAME), MAX_PROJECTION_BYTES, os.O_NOFOLLOW)
-        if data is None:
-            return None
-        header, _, output = data.partition(b"\n")
-        size, mtime, stamp, user = header.split()
-        log_size, snapshot_mtime = int(size), int(mtime)
-        log = os.lstat(os.path.join(claude_dir, "playbook.events.jsonl"))
-        if not stat.S_ISREG(log.st_mode) or log.st_size != log_size:
-            return None
-        snapshot = os.lstat(os.path.join(claude_dir, "playbook.json"))
-        if not stat.S_ISREG(snapshot.st_mode) or snapshot.st_mtime_ns != snapshot_mtime:
-            return None
-        if stamp.decode() != settings_stamp(os.path.dirname(claude_dir)):
-            return None
-        if user.decode() != user_mark(claude_dir):
-            return None
-        return output
+        return current_body(claude_dir, INJECTION_NAME, MAX_PROJECTION_BYTES, user=True)
     except (OSError, ValueError):
         return None
-
-
-def read_capped(path: str, limit: int, flags: int = 0) -> "bytes | None":
-    """A regular file's bytes when it holds at most `limit` of them, else None; OSError when it cannot be opened.
-
-    Non-blocking, a regular file of bounded size only, as `projections.config.read_settings` reads a settings
-    file: a repository can carry the name as a link to /dev/zero (read without end) or to a FIFO (an open that
-    never returns), or as a file of gigabytes (sparse, it costs the repository nothing)."""
-    with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | flags), "rb") as handle:
-        status = os.fstat(handle.fileno())
-        if not stat.S_ISREG(status.st_mode) or status.st_size > limit:
-            return None
-        data = handle.read(limit + 1)
-    return data if len(data) <= limit else None
-
-
-def read_small(path: str) -> "bytes | None":
-    """A regular file's first 4 KiB, never through a link, a FIFO or a device a repository may carry."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return None
-        return handle.read(4096)
 
 
 def _notice(claude_dir: str) -> "bytes | None":
@@ -183,11 +86,11 @@ def main() -> int:
         return 0
     output = _fast(claude_dir)
     if output is None and not any(os.path.exists(os.path.join(claude_dir, name))
-                                  for name in ("playbook.events.jsonl", "playbook.json")):
+                                  for name in (LOG_NAME, SNAPSHOT_NAME)):
         # No playbook in this project: the user-level one's own projection, or nothing.
         output = _fast(user_dir(), user_level=True)
         if output is None and not any(os.path.lexists(os.path.join(user_dir(), name))
-                                      for name in ("playbook.events.jsonl", "playbook.json")):
+                                      for name in (LOG_NAME, SNAPSHOT_NAME)):
             output = b""
     if output is None:
         try:

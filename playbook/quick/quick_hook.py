@@ -23,28 +23,12 @@ except ImportError:  # pragma: no cover - an interpreter without the accelerator
     from json.encoder import encode_basestring_ascii as _quote
 
 from projections.protective import COMBINE
+from projections.quickroads import (ALL_OFF, INJECTION_NAME, MAX_SETTINGS_BYTES, MAX_STDIN, NO_BACKEND, NOTICE_NAME,
+                                    PLAYBOOK_FILES, SETTINGS_NAME, SWITCHES, claude_outside, read_small,
+                                    top_level_strings)
 
-from .inject import INJECTION_NAME, NOTICE_NAME, SETTINGS_NAME, claude_outside, read_small
-from .recall import top_level_strings
-
-MAX_STDIN = 1 << 20
-"""`playbook.wiring.hooks.MAX_STDIN`."""
-MAX_SETTINGS_BYTES = 1 << 20
-"""`projections.config.MAX_SETTINGS_BYTES`."""
-SWITCHES = ("playbook_update_on_exit", "playbook_update_on_clear", "playbook_update_on_subagent_stop",
-            "playbook_update_on_precompact")
-"""The learning switches of `playbook.wiring.settings.Settings`, all true by default."""
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
-NO_BACKEND = ("no API key (AGENTIC_CONTEXT_API_KEY, ANTHROPIC_AUTH_TOKEN or ANTHROPIC_API_KEY) "
-              "and no Claude Code CLI (claude) found")
-"""`playbook.learner.backend.NO_BACKEND`."""
-ALL_OFF = "learning is off: every playbook_update_on_* setting is false"
-"""`playbook.wiring.notice.learning_blocker`'s reason when every switch is off."""
-PLAYBOOK_FILES = (("playbook.events.jsonl", stat.S_ISREG), ("playbook.json", stat.S_ISREG),
-                  (INJECTION_NAME, stat.S_ISREG), ("playbook.recall.json", stat.S_ISREG),
-                  ("playbook.checkpoints", stat.S_ISDIR))
-"""`playbook.wiring.project.PLAYBOOK_PATHS`."""
 
 
 def switch_of(event: str, members: dict[str, str]) -> str | None:

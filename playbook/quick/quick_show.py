@@ -27,10 +27,9 @@ if TYPE_CHECKING:
     from playbook.rendering.terminal import Style
 
 from . import show_text
-from .inject import INJECTION_NAME, claude_outside
+from .show_text import SECTIONS, show_lines
+from projections.quickroads import INJECTION_NAME, LOG_NAME, claude_outside
 
-SECTIONS = ("PATTERNS & APPROACHES", "MISTAKES TO AVOID", "USER PREFERENCES", "PROJECT CONTEXT", "OTHERS")
-"""`eventlog.domain.SECTION_SLUGS`, in its order: a snapshot with other sections is left to the full command."""
 DRIVER_ATTRIBUTE = b"merge=playbook"
 """What `playbook.commands.share.names_our_driver` looks for in .gitattributes."""
 LOG_BLOCK = b'\n  "log": {\n    "offset": '
@@ -99,7 +98,7 @@ def current_snapshot(project: str) -> dict[str, Any] | None:
         if header is None:
             return None
         size, mtime = header[0].split()[:2]  # then the settings stamp and the user-level playbook's mark
-        log = show_text.log_status(os.path.join(claude_dir, show_text.LOG_NAME))
+        log = show_text.log_status(os.path.join(claude_dir, LOG_NAME))
         if log is None or log[0].st_size != int(size):
             return None
         found = _regular(os.path.join(claude_dir, "playbook.json"))
@@ -160,37 +159,6 @@ def _well_formed(snapshot: Any) -> bool:
         isinstance(e, dict) and isinstance(e.get("name"), str) and isinstance(e.get("text"), str)
         and type(e.get("helpful")) is int and type(e.get("harmful")) is int for e in entries)
         for entries in sections.values())
-
-
-def show_lines(snapshot: dict[str, Any], style: Style) -> list[str]:
-    """`playbook.rendering.report.show_lines` of the playbook `snapshot` holds, now (no WHEN): the same lines."""
-    from playbook.rendering.safe_text import clean
-    from playbook.rendering.terminal import shown, when
-
-    sections: dict[str, list[dict[str, Any]]] = snapshot["sections"]
-    lines: list[str] = []
-    for section in SECTIONS:
-        entries = sections[section]
-        if not entries:
-            continue
-        if lines:
-            lines.append("")
-        lines.append(style.paint(f"## {section}", "bold"))
-        for e in entries:
-            lines.append(f"[{clean(e['name'])}] helpful={e['helpful']} harmful={e['harmful']} :: {clean(shown(e['text']))}")
-    if not lines:
-        lines.append("(the playbook is empty)")
-    lines.append("")
-    total = 0
-    for section in SECTIONS:
-        count = len(sections[section])
-        total += count
-        lines.append(f"{section:<24}{count:>5}")
-    lines.append(style.paint(f"{'all':<24}{total:>5}", "bold"))
-    lines.append(f"log at seq {snapshot['log']['seq']}")
-    updated = snapshot.get("last_updated")
-    lines.append(f"last updated {when(updated) if updated else 'never'}")
-    return lines
 
 
 def text(project: str, color: bool) -> bytes | None:

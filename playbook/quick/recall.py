@@ -9,95 +9,30 @@ nothing and exits 0.
 """
 
 import os
-import stat
 import sys
 
 try:  # the C half of `json`, without the rest: `import json` brings in `re` and `enum`, tens of ms
     from _json import encode_basestring_ascii as _quote
-    from _json import scanstring as _scanstring
 except ImportError:  # pragma: no cover - an interpreter without the accelerator
-    from json.decoder import scanstring as _scanstring  # type: ignore[attr-defined,no-redef]
     from json.encoder import encode_basestring_ascii as _quote
 
-RECALL_NAME = "playbook.recall.json"
-FORMAT = b"recall-1"
-SETTINGS_NAME = "playbook.settings.json"
-STAMPED_ENV = ("PLAYBOOK_INJECTION_BUDGET", "PLAYBOOK_RECALL", "PLAYBOOK_RECALL_MAX_CHARS")
+# The package's root, beside this file, for the quick roads' contract: absolute, never the current directory.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from projections.quickroads import (LOG_NAME, RECALL_FORMAT, RECALL_NAME, claude_outside,  # noqa: E402
+                                    current_body, json_string, terms, top_level_strings)
+
 MAX_INDEX_BYTES = 64 << 20
 MAX_PROMPT_CHARS = 20_000
 MIN_SCORE = 2.5
 """A key point below this BM25 score is not relevant enough to interrupt with (one common word is not)."""
 
-STOP = frozenset(
-    "a an the and or of to in on at for with by from as is are be it its this that you your we our i me my they "
-    "them do does did not no never always use when then than so into over under about all any each every can "
-    "should must will would could what which how why there here have has had was were been".split()
-)
 
-
-def terms(text: str) -> list[str]:
-    """The copy of `projections.recall.terms`: the two must split text alike."""
-    cleaned = "".join(ch if ch.isalnum() else " " for ch in text.lower())
-    out = []
-    for word in cleaned.split():
-        if len(word) < 2 or word in STOP:
-            continue
-        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-            word = word[:-1]
-        out.append(word)
-    return out
-
-
-def settings_stamp(project: str) -> str:
-    """`projections.config.settings_stamp`, with the standard library alone."""
-    parts = []
-    user = os.path.expanduser(os.environ.get("CLAUDE_CONFIG_DIR") or "~/.claude")
-    for path in (os.path.join(user, SETTINGS_NAME), os.path.join(project, ".claude", SETTINGS_NAME)):
-        try:
-            parts.append(str(os.stat(path).st_mtime_ns))
-        except (OSError, ValueError):
-            parts.append("0")
-    for name in STAMPED_ENV:
-        parts.append("".join(os.environ.get(name, "").split()).encode("utf-8", "surrogateescape").hex())
-    return ":".join(parts)
-
-
-def _outside(claude_dir: str, project: str) -> bool:
-    """`inject.claude_outside`, with the standard library alone: `.claude` is a link out of the project."""
-    if not os.path.islink(claude_dir):
-        return False
-    target, base = os.path.realpath(claude_dir), os.path.realpath(project)
-    return not (target == base or target.startswith(os.path.join(base, "")))
-
-
-def _index(project: str, follow: bool = False) -> bytes | None:
+def _index(project: str, follow: bool = False) -> "bytes | None":
     """The index after its header, if it reflects the log and settings as they are now; through links only
     with `follow`, once `playbook.wiring.project.claude_dir` has found that none leads out of the project."""
-    claude_dir = os.path.join(project, ".claude")
-    if _outside(claude_dir, project):  # nothing is read there; SessionStart says why
+    if claude_outside(project) is not None:  # nothing is read there; SessionStart says why
         return None
-    # Non-blocking, a regular file only and no link: a repository can carry this name as a link to a FIFO
-    # (an open that never returns), to a device, or with the log and playbook.json to another project's
-    # files (which the full hook refuses as leading out of the project).
-    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW)
-    status = os.stat if follow else os.lstat
-    with os.fdopen(os.open(os.path.join(claude_dir, RECALL_NAME), flags), "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return None
-        data = handle.read(MAX_INDEX_BYTES + 1)
-    if len(data) > MAX_INDEX_BYTES:
-        return None
-    header, _, body = data.partition(b"\n")
-    size, mtime, stamp = header.split()
-    log = status(os.path.join(claude_dir, "playbook.events.jsonl"))
-    if not stat.S_ISREG(log.st_mode) or log.st_size != int(size):
-        return None
-    snapshot = status(os.path.join(claude_dir, "playbook.json"))
-    if not stat.S_ISREG(snapshot.st_mode) or snapshot.st_mtime_ns != int(mtime):
-        return None
-    if stamp.decode() != settings_stamp(project):
-        return None
-    return body
+    return current_body(os.path.join(project, ".claude"), RECALL_NAME, MAX_INDEX_BYTES, follow)
 
 
 def _seek(data: bytes, lo: int, hi: int, key: bytes) -> bytes | None:
@@ -125,7 +60,7 @@ def recall(prompt: str, body: bytes) -> list[str]:
     """The key point lines most relevant to `prompt`, best first, within the index's limits."""
     first, _, _rest = body.partition(b"\n")
     fields = first.split()
-    if len(fields) != 5 or fields[0] != FORMAT:  # another version's index: nothing until it is re-projected
+    if len(fields) != 5 or fields[0] != RECALL_FORMAT:  # another version's index: nothing until it is re-projected
         return []
     top, max_chars, count, terms_offset = (int(field) for field in fields[1:])
     if top <= 0 or count <= 0:
@@ -146,76 +81,12 @@ def recall(prompt: str, body: bytes) -> list[str]:
         found = _seek(body, docs_at, terms_at, b"%07d" % number) if 0 <= number < count else None
         if found is None:
             continue
-        line = _json_string(found.decode("utf-8"))
+        line = json_string(found.decode("utf-8"))
         if used + len(line) + 1 > max_chars:
             continue
         chosen.append(line)
         used += len(line) + 1
     return chosen
-
-
-def _json_string(text: str) -> str:
-    """The JSON string that is the whole of `text`."""
-    if not text.startswith('"'):
-        raise ValueError("not a JSON string")
-    value, end = _scanstring(text, 1)
-    if text[end:].strip():
-        raise ValueError("more than a JSON string")
-    return value
-
-
-def _skip(text: str, at: int) -> int:
-    """The index just past the JSON value that starts at `at` (after blanks)."""
-    while text[at] in " \t\r\n":
-        at += 1
-    if text[at] == '"':
-        return _scanstring(text, at + 1)[1]
-    if text[at] in "[{":
-        depth = 0
-        while True:
-            char = text[at]
-            if char == '"':
-                at = _scanstring(text, at + 1)[1]
-                continue
-            if char in "[{":
-                depth += 1
-            elif char in "]}":
-                depth -= 1
-                if depth == 0:
-                    return at + 1
-            at += 1
-    while text[at] not in ",}] \t\r\n":
-        at += 1
-    return at
-
-
-def top_level_strings(text: str) -> dict[str, str]:
-    """The string members of the JSON object `text`, read with the C scanner alone (no `json` import);
-    values of other types are skipped. ValueError or IndexError when `text` is no JSON object."""
-    at = text.index("{") + 1
-    if text[:at - 1].strip():
-        raise ValueError("not a JSON object")
-    found: dict[str, str] = {}
-    while True:
-        while text[at] in " \t\r\n,":
-            at += 1
-        if text[at] == "}":
-            return found
-        if text[at] != '"':
-            raise ValueError("not a JSON object")
-        key, at = _scanstring(text, at + 1)
-        while text[at] in " \t\r\n":
-            at += 1
-        if text[at] != ":":
-            raise ValueError("not a JSON object")
-        at += 1
-        while text[at] in " \t\r\n":
-            at += 1
-        if text[at] == '"':
-            value, at = _scanstring(text, at + 1)
-            found[key] = value
-        else:
-            at = _skip(text, at)
 
 
 def _refreshed(project: str) -> "bytes | None":  # a string: the plugin runs this under any Python 3
@@ -224,7 +95,7 @@ def _refreshed(project: str) -> "bytes | None":  # a string: the plugin runs thi
     A write leaves the index behind (it is a pass over every left-out key point): the first prompt
     after it pays for it. Only now are site-packages brought in, and never this script's directory."""
     claude_dir = os.path.join(project, ".claude")
-    if _outside(claude_dir, project) or not os.path.isfile(os.path.join(claude_dir, "playbook.events.jsonl")):
+    if claude_outside(project) is not None or not os.path.isfile(os.path.join(claude_dir, LOG_NAME)):
         return None
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]

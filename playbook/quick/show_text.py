@@ -21,11 +21,15 @@ import stat
 import sys
 import time
 
+from eventlog.modes import FILE_MODE
+from projections.quickroads import LOG_NAME, SHOW_NAME, SNAPSHOT_NAME
+
 TYPE_CHECKING = False  # not typing's: the standard-library-only paths do not pay for importing it
 if TYPE_CHECKING:
-    from typing import BinaryIO
+    from typing import Any, BinaryIO
 
-SHOW_NAME = "playbook.show.txt"
+    from playbook.rendering.terminal import Style
+
 FORMAT = b"show-text-1"
 """Changes whenever what `show` prints changes shape (a text of the old shape is then rendered again)."""
 MAX_BYTES = 64 << 20
@@ -33,14 +37,13 @@ MAX_BYTES = 64 << 20
 HEADER_BYTES = 4096
 """The longest first line read: the stamp, the text's length and its bold spans."""
 BOLD, RESET = b"\x1b[1m", b"\x1b[0m"
-LOG_NAME, SNAPSHOT_NAME = "playbook.events.jsonl", "playbook.json"
 TAIL_BYTES = 64
 """The log's last bytes read with its status: its last line ends in `"h":"<32 hex digits>"}` and a line break."""
+SECTIONS = ("PATTERNS & APPROACHES", "MISTAKES TO AVOID", "USER PREFERENCES", "PROJECT CONTEXT", "OTHERS")
+"""`eventlog.domain.SECTION_SLUGS`, in its order: a snapshot with other sections is left to the full command."""
 RENDERERS = ("quick/show_text.py", "quick/quick_show.py", "rendering/report.py", "rendering/terminal.py",
              "rendering/safe_text.py")
 """The sources that shape the text: a text rendered by other versions of them is rendered again."""
-FILE_MODE = 0o664 if os.environ.get("PLAYBOOK_SHARED_FILES", "").lower() not in ("", "0", "false", "no") else 0o600
-"""`eventlog.files.FILE_MODE`, with the standard library alone: the two must agree."""
 
 
 def stamp(claude_dir: str) -> bytes | None:
@@ -210,3 +213,34 @@ def _paint(text: bytes, spans: list[tuple[int, int]]) -> bytes:
         at = end
     pieces.append(text[at:])
     return b"".join(pieces)
+
+
+def show_lines(snapshot: dict[str, Any], style: Style) -> list[str]:
+    """`playbook.rendering.report.show_lines` of the playbook `snapshot` holds, now (no WHEN): the same lines."""
+    from playbook.rendering.safe_text import clean
+    from playbook.rendering.terminal import shown, when
+
+    sections: dict[str, list[dict[str, Any]]] = snapshot["sections"]
+    lines: list[str] = []
+    for section in SECTIONS:
+        entries = sections[section]
+        if not entries:
+            continue
+        if lines:
+            lines.append("")
+        lines.append(style.paint(f"## {section}", "bold"))
+        for e in entries:
+            lines.append(f"[{clean(e['name'])}] helpful={e['helpful']} harmful={e['harmful']} :: {clean(shown(e['text']))}")
+    if not lines:
+        lines.append("(the playbook is empty)")
+    lines.append("")
+    total = 0
+    for section in SECTIONS:
+        count = len(sections[section])
+        total += count
+        lines.append(f"{section:<24}{count:>5}")
+    lines.append(style.paint(f"{'all':<24}{total:>5}", "bold"))
+    lines.append(f"log at seq {snapshot['log']['seq']}")
+    updated = snapshot.get("last_updated")
+    lines.append(f"last updated {when(updated) if updated else 'never'}")
+    return lines

@@ -17,13 +17,13 @@ from eventlog.domain import PlaybookState
 from eventlog.errors import PlaybookError
 
 from projections.injection import injection_budget, output_of, plan
+from projections.quickroads import MAX_STDIN
 from projections.snapshot import read_snapshot, state_of
 
 from .project import Opened, claude_dir, collecting, repository, user_repository
 from playbook.rendering.safe_text import clean
 from .settings import load_settings, never_learn_match
 
-MAX_STDIN = 1 << 20
 _JSON_TYPES = {list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
 LEARNING_EVENTS = ("SessionEnd", "PreCompact", "SubagentStop")
 

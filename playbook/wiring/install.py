@@ -19,10 +19,12 @@ from eventlog.errors import PlaybookError
 from projections.config import user_config_dir
 from projections.snapshot import write_atomically
 
-from playbook.quick import inject, launch, recall
+import playbook.quick
 
 HOOK_EVENTS = ("SessionStart", "SessionEnd", "PreCompact", "SubagentStop", "UserPromptSubmit")
-_MARKERS = ("playbook/quick/inject.py", "-m playbook hook ", "playbook/quick/recall.py", "playbook/quick/launch.py")
+_MARKERS = ("playbook/quick/inject.py", "-m playbook hook ", "playbook/quick/recall.py", "playbook/quick/launch.py",
+            # where the scripts were before the package had rooms: hooks installed then are ours too
+            "playbook/inject.py", "playbook/recall.py", "playbook/launch.py")
 _TIMEOUTS = {"SessionStart": 10, "SessionEnd": 10, "PreCompact": 30, "SubagentStop": 30, "UserPromptSubmit": 5}
 
 
@@ -40,11 +42,12 @@ def hook_command(event: str, python: str | None = None) -> str:
     isolated from the current directory and the environment's Python variables, without `site` (a script
     of the package's own, which finds the package beside itself: see `playbook.quick.launch`)."""
     python = python or sys.executable
+    scripts = os.path.dirname(os.path.abspath(playbook.quick.__file__))  # run by path: never imported here
     if event == "SessionStart":
-        return f"{_quote(python)} -I -S {_quote(os.path.abspath(inject.__file__))}"
+        return f"{_quote(python)} -I -S {_quote(os.path.join(scripts, 'inject.py'))}"
     if event == "UserPromptSubmit":
-        return f"{_quote(python)} -I -S {_quote(os.path.abspath(recall.__file__))}"
-    return f"{_quote(python)} -I -S {_quote(os.path.abspath(launch.__file__))} hook {event}"
+        return f"{_quote(python)} -I -S {_quote(os.path.join(scripts, 'recall.py'))}"
+    return f"{_quote(python)} -I -S {_quote(os.path.join(scripts, 'launch.py'))} hook {event}"
 
 
 def is_ours(hook: Any) -> bool:

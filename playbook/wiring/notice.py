@@ -15,13 +15,11 @@ import os
 from pathlib import Path
 
 from eventlog.domain import PlaybookState
-from eventlog.store import FILE_MODE
+from eventlog.files import FILE_MODE
+from projections.quickroads import ALL_OFF, NOTICE_NAME, read_small
 
 from playbook.learner.backend import NO_BACKEND, model_config
-from playbook.quick.inject import read_small
 from .settings import load_settings
-
-NOTICE_NAME = "playbook.notice"
 
 
 def learning_blocker(project: Path, state: PlaybookState) -> str | None:
@@ -30,7 +28,7 @@ def learning_blocker(project: Path, state: PlaybookState) -> str | None:
         return "the playbook is disabled in this project: nothing is injected or learned (`playbook enable` turns it on)"
     settings = load_settings(project)
     if not any(getattr(settings, key) for key in settings.__struct_fields__ if key.startswith("playbook_update_on_")):
-        return "learning is off: every playbook_update_on_* setting is false"
+        return ALL_OFF
     if model_config() is None:
         return f"learning cannot run: {NO_BACKEND}"
     return None

@@ -10,12 +10,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from eventlog.errors import PlaybookError
-from projections.checkpoints import CHECKPOINT_DIR
-from projections.injection import INJECTION_NAME
-from projections.recall import RECALL_NAME
-from projections.repository import LOG_NAME, SNAPSHOT_NAME, PlaybookRepository
-
-from playbook.quick.inject import claude_outside
+from projections.quickroads import PLAYBOOK_FILES, claude_outside
+from projections.quickroads import user_dir as _user_dir
+from projections.repository import PlaybookRepository
 
 
 class OutsideProject(PlaybookError):
@@ -28,8 +25,7 @@ def get_project_dir() -> Path:
     return Path(configured) if configured else Path.cwd()
 
 
-PLAYBOOK_PATHS = ((LOG_NAME, stat.S_ISREG), (SNAPSHOT_NAME, stat.S_ISREG), (INJECTION_NAME, stat.S_ISREG),
-                  (RECALL_NAME, stat.S_ISREG), (CHECKPOINT_DIR, stat.S_ISDIR))
+PLAYBOOK_PATHS = PLAYBOOK_FILES
 """What the hooks and the learner read and write in `.claude`, each with the kind of file it must be."""
 
 
@@ -78,12 +74,8 @@ _collecting: list[Opened] = []
 
 def user_dir() -> Path:
     """Where the user-level playbook lives: `PLAYBOOK_USER_DIR`, else `$CLAUDE_CONFIG_DIR/playbook`, else
-    `~/.claude/playbook` (`playbook/quick/inject.py` finds it the same way)."""
-    configured = os.environ.get("PLAYBOOK_USER_DIR")
-    if configured:
-        return Path(configured)
-    config = os.environ.get("CLAUDE_CONFIG_DIR")
-    return (Path(config) if config else Path.home() / ".claude") / "playbook"
+    `~/.claude/playbook` (`quickroads.user_dir`, which the hook scripts read too)."""
+    return Path(_user_dir())
 
 
 def repository(project: Path | None = None) -> PlaybookRepository:

@@ -47,7 +47,6 @@ LEAN_PROTECTIVE = {"playbook_collapse_max_removed_share": DEFAULT_MAX_REMOVED_SH
                    "playbook_collapse_max_shrink_share": DEFAULT_MAX_SHRINK_SHARE}
 """The protective settings of the lean context, read through `projections.config.setting_number`
 (`playbook.learner.lean.lean_settings`), and their defaults."""
-SETTINGS_NAME = "playbook.settings.json"
 _DEFAULTS = Settings()
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}

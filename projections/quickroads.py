@@ -1,0 +1,270 @@
+"""The quick roads' contract: the names, stamps, terms and safe small reads that the hook scripts and the
+full machinery must agree on, and whether a projection is current. Standard library only (`os`, `stat`, `_json`).
+
+The SessionStart and UserPromptSubmit hooks (`playbook/quick/inject.py`, `recall.py`), the quick `show` and the
+quiet learning hook run before anything else of ours is imported, under any Python 3 and with `-I -S`; the code
+that writes what they read (`projections.injection`, `projections.recall`, `projections.config`, the playbook's
+wiring) imports the same rules from here, so there is one copy of each.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+try:  # the C half of `json`, without the rest: `import json` brings in `re` and `enum`, tens of ms
+    from _json import scanstring
+except ImportError:  # pragma: no cover - an interpreter without the accelerator
+    from json.decoder import scanstring  # type: ignore[attr-defined,no-redef]
+
+LOG_NAME = "playbook.events.jsonl"
+SNAPSHOT_NAME = "playbook.json"
+INJECTION_NAME = "playbook.hook.json"
+RECALL_NAME = "playbook.recall.json"
+SETTINGS_NAME = "playbook.settings.json"
+NOTICE_NAME = "playbook.notice"
+SHOW_NAME = "playbook.show.txt"
+CHECKPOINT_DIR = "playbook.checkpoints"
+RECALL_FORMAT = b"recall-1"
+"""The recall index's first word: an index of another format is not read, only projected again."""
+
+STAMPED_ENV = ("PLAYBOOK_INJECTION_BUDGET", "PLAYBOOK_RECALL", "PLAYBOOK_RECALL_MAX_CHARS")
+"""The environment variables that shape a projection: a change to one makes every projection stale."""
+MAX_SETTINGS_BYTES = 1 << 20
+"""The largest settings file read: a repository can ship a file of gigabytes under that name."""
+MAX_STDIN = 1 << 20
+"""The most of a hook's input read: Claude Code's hook input is a small JSON object."""
+MAX_PROJECTION_BYTES = 16 << 20
+"""Most bytes of `playbook.hook.json` the fast path reads, far above any context a session takes: a larger
+file is left to the full hook, which writes the projection again from the log."""
+
+SWITCHES = ("playbook_update_on_exit", "playbook_update_on_clear", "playbook_update_on_subagent_stop",
+            "playbook_update_on_precompact")
+"""The learning switches, one per hook that learns, all true by default."""
+NO_BACKEND = ("no API key (AGENTIC_CONTEXT_API_KEY, ANTHROPIC_AUTH_TOKEN or ANTHROPIC_API_KEY) "
+              "and no Claude Code CLI (claude) found")
+"""Why learning cannot reach a model, as the notice says it."""
+ALL_OFF = "learning is off: every playbook_update_on_* setting is false"
+"""Why learning does not run when every switch is off, as the notice says it."""
+PLAYBOOK_FILES = ((LOG_NAME, stat.S_ISREG), (SNAPSHOT_NAME, stat.S_ISREG), (INJECTION_NAME, stat.S_ISREG),
+                  (RECALL_NAME, stat.S_ISREG), (CHECKPOINT_DIR, stat.S_ISDIR))
+"""The playbook's own names in `.claude` and the kind each must be: anything else there is not ours to use."""
+
+STOP = frozenset(
+    "a an the and or of to in on at for with by from as is are be it its this that you your we our i me my they "
+    "them do does did not no never always use when then than so into over under about all any each every can "
+    "should must will would could what which how why there here have has had was were been".split()
+)
+"""Words too common to recall a key point by."""
+
+
+def terms(text: str) -> list[str]:
+    """Lower-case words of two or more letters or digits, function words dropped, a plural `s` removed.
+
+    One character at a time (`str.isalnum`): the hook that splits a prompt does not import `re`."""
+    cleaned = "".join(ch if ch.isalnum() else " " for ch in text.lower())
+    out = []
+    for word in cleaned.split():
+        if len(word) < 2 or word in STOP:
+            continue
+        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+            word = word[:-1]
+        out.append(word)
+    return out
+
+
+def config_dir() -> str:
+    """Claude Code's configuration directory: `$CLAUDE_CONFIG_DIR`, else `~/.claude`."""
+    return os.path.expanduser(os.environ.get("CLAUDE_CONFIG_DIR") or "~/.claude")
+
+
+def settings_paths(project: str | os.PathLike[str]) -> tuple[str, str]:
+    """The user's settings file, then the project's."""
+    return os.path.join(config_dir(), SETTINGS_NAME), os.path.join(project, ".claude", SETTINGS_NAME)
+
+
+def settings_stamp(project: str | os.PathLike[str]) -> str:
+    """A token that changes whenever a setting that shapes a projection may have: the settings files'
+    modification times and the environment variables in STAMPED_ENV."""
+    parts = []
+    for path in settings_paths(project):
+        try:
+            parts.append(str(os.stat(path).st_mtime_ns))
+        except (OSError, ValueError):
+            parts.append("0")
+    for name in STAMPED_ENV:
+        parts.append("".join(os.environ.get(name, "").split()).encode("utf-8", "surrogateescape").hex())
+    return ":".join(parts)
+
+
+def user_dir() -> str:
+    """Where the user-level playbook lives: `PLAYBOOK_USER_DIR`, else `$CLAUDE_CONFIG_DIR/playbook`, else
+    `~/.claude/playbook`."""
+    configured = os.environ.get("PLAYBOOK_USER_DIR")
+    if configured:
+        return configured
+    config = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+    return os.path.join(config, "playbook")
+
+
+def user_mark(directory: str | os.PathLike[str]) -> str:
+    """`<log size>:<playbook.json mtime_ns>` of the user-level playbook in `directory`, "-" when it has no log:
+    a projection that holds it is current while this is unchanged."""
+    try:
+        size = os.stat(os.path.join(directory, LOG_NAME)).st_size
+    except (OSError, ValueError):
+        return "-"
+    try:
+        mtime = os.stat(os.path.join(directory, SNAPSHOT_NAME)).st_mtime_ns
+    except (OSError, ValueError):
+        mtime = 0
+    return "%d:%d" % (size, mtime)
+
+
+def injected_user_mark(claude_dir: str) -> str:
+    """`user_mark` of the user-level playbook injected with `claude_dir`'s; "-" when there is none or it is
+    the project's own directory."""
+    directory = user_dir()
+    try:
+        if os.path.realpath(directory) == os.path.realpath(claude_dir):
+            return "-"
+    except (OSError, ValueError):
+        return "-"
+    return user_mark(directory)
+
+
+def projection_header(log_size: int, snapshot_mtime_ns: int, stamp: str, user: str | None = None) -> bytes:
+    """The first line of a projection: what it was projected from. The SessionStart projection's ends with
+    `user`, the `user_mark` of the user-level playbook its output holds; the recall index has none."""
+    fields = [str(log_size), str(snapshot_mtime_ns), stamp, *([user] if user is not None else [])]
+    return (" ".join(fields) + "\n").encode()
+
+
+def current_body(claude_dir: str, name: str, limit: int, follow: bool = False, user: bool = False) -> bytes | None:
+    """What the projection `name` in `claude_dir` holds after its header, if the header names the log, the
+    snapshot and the settings as they are now (and, with `user`, the user-level playbook); else None.
+
+    Non-blocking, regular files only, at most `limit` bytes, and through no link unless `follow` (once the
+    full machinery has found that none leads out of the project): a repository can carry these names as
+    links to a FIFO, a device or another project's files. OSError and ValueError when it cannot be read."""
+    data = read_capped(os.path.join(claude_dir, name), limit, 0 if follow else os.O_NOFOLLOW)
+    if data is None:
+        return None
+    header, _, body = data.partition(b"\n")
+    fields = header.split()
+    if len(fields) != (4 if user else 3):
+        return None
+    status = os.stat if follow else os.lstat
+    log = status(os.path.join(claude_dir, LOG_NAME))
+    if not stat.S_ISREG(log.st_mode) or log.st_size != int(fields[0]):
+        return None
+    snapshot = status(os.path.join(claude_dir, SNAPSHOT_NAME))
+    if not stat.S_ISREG(snapshot.st_mode) or snapshot.st_mtime_ns != int(fields[1]):
+        return None
+    if fields[2].decode() != settings_stamp(os.path.dirname(claude_dir)):
+        return None
+    if user and fields[3].decode() != injected_user_mark(claude_dir):
+        return None
+    return body
+
+
+def claude_outside(project: str | os.PathLike[str]) -> str | None:
+    """Where `<project>/.claude` leads when it is a link out of the project, else None.
+
+    A repository can carry `.claude` as a link to any directory of the user's: the playbook is then neither
+    read nor written there. One lstat when it is no link, the common case."""
+    claude_dir = os.path.join(project, ".claude")
+    if not os.path.islink(claude_dir):
+        return None
+    target, base = os.path.realpath(claude_dir), os.path.realpath(project)
+    return None if target == base or target.startswith(os.path.join(base, "")) else target
+
+
+def read_capped(path: str, limit: int, flags: int = 0) -> bytes | None:
+    """A regular file's bytes when it holds at most `limit` of them, else None; OSError when it cannot be opened.
+
+    Non-blocking, a regular file of bounded size only: a repository can carry the name as a link to /dev/zero
+    (read without end) or to a FIFO (an open that never returns), or as a file of gigabytes (sparse, it costs
+    the repository nothing)."""
+    with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | flags), "rb") as handle:
+        status = os.fstat(handle.fileno())
+        if not stat.S_ISREG(status.st_mode) or status.st_size > limit:
+            return None
+        data = handle.read(limit + 1)
+    return data if len(data) <= limit else None
+
+
+def read_small(path: str) -> bytes | None:
+    """A regular file's first 4 KiB, never through a link, a FIFO or a device a repository may carry."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return None
+        return handle.read(4096)
+
+
+def json_string(text: str) -> str:
+    """The JSON string that is the whole of `text`."""
+    if not text.startswith('"'):
+        raise ValueError("not a JSON string")
+    value, end = scanstring(text, 1)
+    if text[end:].strip():
+        raise ValueError("more than a JSON string")
+    return value
+
+
+def _skip(text: str, at: int) -> int:
+    """The index just past the JSON value that starts at `at` (after blanks)."""
+    while text[at] in " \t\r\n":
+        at += 1
+    if text[at] == '"':
+        return scanstring(text, at + 1)[1]
+    if text[at] in "[{":
+        depth = 0
+        while True:
+            char = text[at]
+            if char == '"':
+                at = scanstring(text, at + 1)[1]
+                continue
+            if char in "[{":
+                depth += 1
+            elif char in "]}":
+                depth -= 1
+                if depth == 0:
+                    return at + 1
+            at += 1
+    while text[at] not in ",}] \t\r\n":
+        at += 1
+    return at
+
+
+def top_level_strings(text: str) -> dict[str, str]:
+    """The string members of the JSON object `text`, read with the C scanner alone (no `json` import);
+    values of other types are skipped. ValueError or IndexError when `text` is no JSON object."""
+    at = text.index("{") + 1
+    if text[:at - 1].strip():
+        raise ValueError("not a JSON object")
+    found: dict[str, str] = {}
+    while True:
+        while text[at] in " \t\r\n,":
+            at += 1
+        if text[at] == "}":
+            return found
+        if text[at] != '"':
+            raise ValueError("not a JSON object")
+        key, at = scanstring(text, at + 1)
+        while text[at] in " \t\r\n":
+            at += 1
+        if text[at] != ":":
+            raise ValueError("not a JSON object")
+        at += 1
+        while text[at] in " \t\r\n":
+            at += 1
+        if text[at] == '"':
+            value, at = scanstring(text, at + 1)
+            found[key] = value
+        else:
+            at = _skip(text, at)
