@@ -31,7 +31,7 @@ from playbook.wiring.diagnostics import report, warn
 from playbook.wiring.project import repository
 
 
-class LoadedPlaybook(dict):
+class LoadedPlaybook(dict[str, Any]):
     """A playbook dict that remembers the log state it came from and the commands applied since.
 
     `save_playbook` appends those commands themselves (so the log keeps each rating,
@@ -84,7 +84,7 @@ def _state_of(playbook: Any) -> PlaybookState:
     return state
 
 
-def _write_back(playbook: dict, state: PlaybookState) -> None:
+def _write_back(playbook: dict[str, Any], state: PlaybookState) -> None:
     """Make `playbook` hold `state`, in place, keeping the entry dicts and lists it already had.
 
     Each list and entry dict is kept for one section and one entry only: when the caller's
@@ -92,14 +92,14 @@ def _write_back(playbook: dict, state: PlaybookState) -> None:
     writing one section never overwrites another.
     """
     old_sections = playbook.get("sections")
-    existing: dict[str, dict] = {}
+    existing: dict[str, dict[str, Any]] = {}
     if isinstance(old_sections, dict):
         for entries in old_sections.values():
             for entry in entries if isinstance(entries, list) else []:
                 if isinstance(entry, dict) and isinstance(entry.get("name"), str):
                     existing.setdefault(entry["name"], entry)
     reused: set[int] = set()  # ids of the caller's lists and entry dicts already given a new content
-    new_sections: dict[str, list[dict]] = {}
+    new_sections: dict[str, list[dict[str, Any]]] = {}
     for section in SECTION_SLUGS:
         entries = []
         for kp in state.sections[section].values():
@@ -125,7 +125,7 @@ def _write_back(playbook: dict, state: PlaybookState) -> None:
     playbook.pop("key_points", None)
 
 
-def _new_dict(playbook: dict, state: PlaybookState) -> LoadedPlaybook:
+def _new_dict(playbook: dict[str, Any], state: PlaybookState) -> LoadedPlaybook:
     """A new dict holding `state`, with the other top-level keys of `playbook` copied."""
     result = LoadedPlaybook(copy.deepcopy({k: v for k, v in playbook.items() if k not in ("sections", "key_points")}),
                             origin=_origin(playbook), pending=getattr(playbook, "pending", None))
@@ -133,7 +133,7 @@ def _new_dict(playbook: dict, state: PlaybookState) -> LoadedPlaybook:
     return result
 
 
-def _apply_curator_operations(state: PlaybookState, operations: list) -> list[Event]:
+def _apply_curator_operations(state: PlaybookState, operations: list[Any]) -> list[Event]:
     """The events of curator `operations` on `state` (REQ-CUR-002..005, 009, 013)."""
     return decide(state, ApplyOperations(operations))
 
@@ -141,7 +141,7 @@ def _apply_curator_operations(state: PlaybookState, operations: list) -> list[Ev
 # --- the spec's functions ---------------------------------------------------------------------
 
 
-def load_playbook() -> dict:
+def load_playbook() -> dict[str, Any]:
     """The project's playbook from its log; a legacy playbook.json without a log is imported first.
 
     Returns `{version, last_updated, sections}` with all five sections. When the files
@@ -173,7 +173,7 @@ def _read_only_state(repo: PlaybookRepository) -> PlaybookState:
     return fold(decide(PlaybookState(), ImportLegacy(data=data, path=str(repo.snapshot_path))))
 
 
-def save_playbook(playbook: dict) -> None:
+def save_playbook(playbook: dict[str, Any]) -> None:
     """Record in the log what changed in `playbook` since it was loaded; playbook.json follows.
 
     A dict that did not come from `load_playbook` replaces the playbook's content.
@@ -217,7 +217,7 @@ def _follow_log(playbook: LoadedPlaybook, committed: Committed, reported: list[E
     report(committed.events, already=reported)
 
 
-def _rename_entries(playbook: dict, events: Sequence[Event]) -> None:
+def _rename_entries(playbook: dict[str, Any], events: Sequence[Event]) -> None:
     """The entries whose name a concurrent writer took renamed in the caller's dict, as the log named them."""
     renamed = {e.proposed_name: e.name for e in events if isinstance(e, KeyPointAdded) and e.proposed_name}
     if not renamed:
@@ -230,12 +230,12 @@ def _rename_entries(playbook: dict, events: Sequence[Event]) -> None:
                 entry["name"] = renamed[entry["name"]]
 
 
-def format_playbook(playbook: dict) -> str:
+def format_playbook(playbook: dict[str, Any]) -> str:
     """The playbook as prompt text (REQ-SECT-003); "" when it has no entries."""
     return format_state(content_state(playbook)[0])
 
 
-def update_playbook_data(playbook: dict, extraction_result: dict) -> dict:
+def update_playbook_data(playbook: dict[str, Any], extraction_result: dict[str, Any]) -> dict[str, Any]:
     """Apply an extraction result: operations (or new_key_points), then evaluations, then pruning.
 
     Without an `operations` list the dict is changed in place and returned; with one,
@@ -266,7 +266,7 @@ def update_playbook_data(playbook: dict, extraction_result: dict) -> dict:
     return playbook
 
 
-def apply_structured_operations(playbook: dict, operations: list[dict]) -> dict:
+def apply_structured_operations(playbook: dict[str, Any], operations: list[dict[str, Any]]) -> dict[str, Any]:
     """Apply curator operations to a copy of `playbook` and return it (REQ-CUR-014).
 
     `[]` (or anything that is not a list) returns `playbook` itself; if applying raises,
@@ -286,7 +286,7 @@ def apply_structured_operations(playbook: dict, operations: list[dict]) -> dict:
     return updated
 
 
-def prune_harmful(playbook: dict) -> dict:
+def prune_harmful(playbook: dict[str, Any]) -> dict[str, Any]:
     """Remove, in place, every entry with `harmful >= 3 and harmful > helpful`; return the dict."""
     state = _state_of(playbook)
     events = decide(state, Prune())

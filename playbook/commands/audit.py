@@ -235,8 +235,8 @@ class Stats(msgspec.Struct):
     transactions: int
     sources: dict[str, int]
     events: dict[str, int]
-    most_helpful: list[dict]
-    most_harmful: list[dict]
+    most_helpful: list[dict[str, Any]]
+    most_harmful: list[dict[str, Any]]
     learning: dict[str, int]
     per_day: dict[str, dict[str, int]]
     backend: str = ""

@@ -15,12 +15,13 @@ from .output import out, out_json, stdout_style
 from playbook.wiring.project import playbook_of
 
 if TYPE_CHECKING:
+    from projections.timeline import Timeline
     from projections.repository import PlaybookRepository
 
     from .audit import PointState
 
 
-def _timeline(args: argparse.Namespace):
+def _timeline(args: argparse.Namespace) -> Timeline:
     from projections.timeline import Timeline
 
     return Timeline(playbook_of(args))
@@ -70,12 +71,12 @@ def cmd_show(args: argparse.Namespace) -> int:
     selected = [flag for flag in ("injected", "left_out", "unused") if getattr(args, flag, False)]
     if selected:
         if when is not None or len(selected) > 1:
-            from .audit import UsageError
+            from playbook.errors import UsageError
 
             raise UsageError("--injected, --left-out and --unused show the playbook now, one at a time")
         return _show_injection(args, selected[0])
     if when is None and args.before:
-        from .audit import UsageError
+        from playbook.errors import UsageError
 
         raise UsageError("--before goes with --at WHEN", value="--before")
     stamped = None

@@ -11,6 +11,7 @@ import argparse
 import io
 import os
 import sys
+from collections.abc import Callable
 
 from eventlog.errors import PlaybookError
 
@@ -57,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     reading, plain = [_common(json=True)], [_common(json=False)]
 
-    def add(name: str, run, text: str, parents=reading, when: bool = False) -> argparse.ArgumentParser:
+    def add(name: str, run: Callable[[argparse.Namespace], int], text: str,
+            parents: list[argparse.ArgumentParser] = reading, when: bool = False) -> argparse.ArgumentParser:
         # The WHEN help goes only under the commands that take a WHEN.
         sub = commands.add_parser(name, help=text, description=text, parents=parents,
                                   epilog=EPILOG if when else None,
@@ -119,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with collecting() as opened:
             try:
-                code = args.run(args)
+                code: int = args.run(args)
             finally:
                 _report_outside(opened)
         sys.stdout.flush()  # inside the try: a closed pipe is reported here, not at exit
@@ -133,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
             pass
         return 0
     except PlaybookError as exc:
-        from .audit import UsageError
+        from playbook.errors import UsageError
         from playbook.rendering.safe_text import clean
 
         print(f"playbook: {clean(str(exc))}", file=sys.stderr)

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from eventlog.store import Committed
 
 from .output import out, out_json, stdout_style
+from playbook.rendering.safe_text import clean
+from playbook.rendering.terminal import Style
 from playbook.wiring.project import playbook_of
 
 
@@ -110,8 +112,8 @@ def cmd_revert(args: argparse.Namespace) -> int:
             out_json({"transactions": None, "dry_run": args.dry_run, "applied": False, "tx": None,
                        "events": [], "conflicts": exc.conflicts,
                        "error": "later transactions changed the same entries"})
-        style = changes.Style.for_stream(sys.stderr)
-        lines = [f"playbook: cannot revert {changes.clean(args.target)}: later transactions changed the same entries:",
+        style = Style.for_stream(sys.stderr)
+        lines = [f"playbook: cannot revert {clean(args.target)}: later transactions changed the same entries:",
                  *changes.conflict_lines(exc.conflicts, style),
                  "playbook: nothing was changed; --force reverts the rest and leaves these entries as they are"]
         sys.stderr.write("\n".join(lines) + "\n")

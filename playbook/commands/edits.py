@@ -9,7 +9,7 @@ the playbook) records nothing and is refused with one line saying why.
 from __future__ import annotations
 
 import os
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -74,7 +74,7 @@ def _cause(verb: Verb, detail: str) -> Cause:
     return Cause(source=f"manual:{verb}", session=session, note=f"by the user: playbook {verb} {detail}"[:200])
 
 
-def _apply(repo: PlaybookRepository, operation: dict, verb: Verb, detail: str) -> Committed:
+def _apply(repo: PlaybookRepository, operation: dict[str, Any], verb: Verb, detail: str) -> Committed:
     """Decide `operation` under the log's lock and append it, or refuse it whole with the rules' reason."""
     refused: list[OperationSkipped] = []
 

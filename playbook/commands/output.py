@@ -7,6 +7,10 @@ string UTF-8 cannot hold.
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from playbook.rendering.terminal import Style
 
 
 def out(lines: list[str] | str) -> None:
@@ -14,7 +18,7 @@ def out(lines: list[str] | str) -> None:
     sys.stdout.write(text + "\n")
 
 
-def out_json(document) -> None:
+def out_json(document: object) -> None:
     """`document` as one JSON document on stdout (`report.to_json`)."""
     from playbook.rendering.report import to_json
 
@@ -29,7 +33,7 @@ def out_json(document) -> None:
     out(text)
 
 
-def _encodable(value):
+def _encodable(value: Any) -> Any:
     if isinstance(value, str):
         return value.encode("utf-8", "backslashreplace").decode("utf-8")
     if isinstance(value, dict):
@@ -39,8 +43,8 @@ def _encodable(value):
     return value
 
 
-def stdout_style():
+def stdout_style() -> Style:
     """The report style for stdout: its width, and colour when it is a terminal."""
-    from playbook.rendering.report import Style
+    from playbook.rendering.terminal import Style
 
     return Style.for_stream(sys.stdout)

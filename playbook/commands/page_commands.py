@@ -43,7 +43,7 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     return 0
 
 
-def _progress(path: Path):
+def _progress(path: Path) -> Callable[[int], None] | None:
     """A reporter of bytes read, on stderr when it is a terminal and the log is large enough to wait for."""
     try:
         total = path.stat().st_size

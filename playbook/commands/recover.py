@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import msgspec
 
@@ -82,7 +82,7 @@ def _newest_kept(repo: PlaybookRepository) -> Path:
     return kept[-1]
 
 
-def _base(repo: PlaybookRepository, path: Path, data: dict, note: str) -> tuple[PlaybookState | None, str]:
+def _base(repo: PlaybookRepository, path: Path, data: dict[str, Any], note: str) -> tuple[PlaybookState | None, str]:
     """The state the kept file's changes are counted from: the log where the file was set aside, or
     where the file says it stood when the log still holds that point; None when neither is known."""
     state, base, where = PlaybookState(), None, "unknown"
@@ -101,7 +101,7 @@ def _base(repo: PlaybookRepository, path: Path, data: dict, note: str) -> tuple[
     return None, where
 
 
-def _known_part(state: PlaybookState, target: dict, same_text: bool) -> PlaybookState:
+def _known_part(state: PlaybookState, target: dict[str, Any], same_text: bool) -> PlaybookState:
     """`state` without the entries the file does not hold (so none is deleted), and with `same_text`,
     without those it holds under the same name with another text (so they are added, not re-worded)."""
     wanted, _ = content_state(target)

@@ -10,7 +10,10 @@ import argparse
 import sys
 from collections.abc import Callable
 
+from projections.repository import PlaybookRepository
+
 from .output import out, out_json, stdout_style
+from playbook.rendering.safe_text import clean
 from playbook.wiring.project import project_dir, repository
 
 
@@ -30,7 +33,7 @@ def add_review(add: Callable[..., argparse.ArgumentParser]) -> None:
 def cmd_review(args: argparse.Namespace) -> int:
     from playbook.rendering import report
     from playbook.learner import review
-    from .audit import UsageError
+    from playbook.errors import UsageError
 
     repo = repository(project_dir(args))
     actions = [args.accept_all, args.accept, args.reject, args.edit]
@@ -64,7 +67,7 @@ def cmd_review(args: argparse.Namespace) -> int:
     return 1 if any(d.outcome in ("refused", "held") for d in decisions) and not args.accept_all else 0
 
 
-def _review_walk(repo) -> int:
+def _review_walk(repo: PlaybookRepository) -> int:
     """Walk through the pending proposals on a terminal: accept, reject with a reason, edit then accept."""
     from playbook.rendering import report
     from playbook.learner import review
@@ -87,7 +90,7 @@ def _review_walk(repo) -> int:
                 elif answer == "r":
                     decision = review.reject(repo, proposal.id, input("reason: "))
                 elif answer == "e":
-                    out(f"current text: {report.clean(review.operation_text(proposal.operation))}")
+                    out(f"current text: {clean(review.operation_text(proposal.operation))}")
                     decision = review.accept(repo, proposal.id, text=input("new text: "))
                 elif answer == "s":
                     break
@@ -98,7 +101,7 @@ def _review_walk(repo) -> int:
             except EOFError:
                 return 0
             except review.ReviewError as exc:
-                out(f"playbook: {report.clean(str(exc))}")
+                out(f"playbook: {clean(str(exc))}")
                 continue
             out(report.decision_lines([decision], style))
             break

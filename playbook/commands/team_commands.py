@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .output import out_json
+from playbook.rendering.safe_text import clean
 from playbook.wiring.project import playbook_of, project_dir
 
 
@@ -71,7 +72,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
         out_json({"brought": outcome.brought, "appended": outcome.appended, "unchanged": outcome.unchanged,
                    "renamed": outcome.renamed, "conflicts": outcome.conflicts, "reverted": outcome.reverted})
     else:
-        print(f"{report.clean(args.other)}: {summary(outcome)}")
+        print(f"{clean(args.other)}: {summary(outcome)}")
     return 0
 
 

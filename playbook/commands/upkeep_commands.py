@@ -153,7 +153,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
 
     threshold = args.threshold
     if threshold is not None and not 0 < threshold <= 1:
-        from .audit import UsageError
+        from playbook.errors import UsageError
 
         raise UsageError("--threshold is a similarity between 0 and 1")
     repo = playbook_of(args)

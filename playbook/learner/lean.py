@@ -157,7 +157,7 @@ def duplicates_in(state: PlaybookState, threshold: float | None = None) -> list[
     return pairs
 
 
-def sweep_stale(repo: PlaybookRepository, settings: LeanSettings, session: str | None = None) -> list:
+def sweep_stale(repo: PlaybookRepository, settings: LeanSettings, session: str | None = None) -> list[Any]:
     """Mark and retire stale key points as a transaction of its own (so it can be reverted alone)."""
     if not settings.stale_after and not settings.retire_after:
         return []

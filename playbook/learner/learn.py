@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -214,7 +214,7 @@ def run_cycle(repo: PlaybookRepository, pending: PendingLearning) -> Outcome:
 def _ready(repo: PlaybookRepository, state: PlaybookState, pending: PendingLearning, settings: Settings,
            start: int) -> tuple[Transcript, ModelConfig] | Outcome:
     """What is new in the transcript and the model to ask, or the skip recorded when there is nothing to learn."""
-    from .models import model_config  # anthropic is imported by the learner only
+    from .backend import model_config
 
     path = pending.transcript
     # The request names the file to read and send to the model, and a log a repository carries can
@@ -238,7 +238,7 @@ def _ready(repo: PlaybookRepository, state: PlaybookState, pending: PendingLearn
         return _skip(repo, pending, "the playbook is disabled in this project (playbook enable)")
     config = model_config()
     if config is None:
-        from .backend import NO_BACKEND
+        from projections.quickroads import NO_BACKEND
 
         return _skip(repo, pending, NO_BACKEND)
     return transcript, config
@@ -257,9 +257,9 @@ class _Cycle:
         self.config = config
         self.cited = cited_ids(transcript.messages)
         self.calls: list[ModelCall] = []  # every attempt's usage, recorded in this cycle's transaction whatever its end
-        self.reflection: dict = {}
+        self.reflection: dict[str, Any] = {}
         self.evaluations: object = []
-        self.curation: dict = {}
+        self.curation: dict[str, Any] = {}
         self.held: list[str] = []
         self.proposed: list[str] = []  # with review on: why the guard would have held the reply, if it would
 
@@ -284,7 +284,7 @@ class _Cycle:
             return self._fail(f"learning failed: {type(exc).__name__}")
         return None
 
-    def decide(self, fresh: PlaybookState, lean: LeanSettings) -> list:
+    def decide(self, fresh: PlaybookState, lean: LeanSettings) -> list[Any]:
         """The cycle's events against the log as it is under the lock."""
         pending, path, calls = self.pending, self.pending.transcript, RecordModelCalls(list(self.calls))
         if pending.request not in fresh.pending:
@@ -352,8 +352,8 @@ class _Cycle:
             self.curation["operations"] = [*self.curation["operations"], *preferences]
 
 
-async def _ask_models(messages: list, state: PlaybookState, cited: list[str], config,
-                      calls: list[ModelCall]) -> tuple[dict, object, dict]:
+async def _ask_models(messages: list[Any], state: PlaybookState, cited: list[str], config: ModelConfig,
+                      calls: list[ModelCall]) -> tuple[dict[str, Any], object, dict[str, Any]]:
     from .models import curate, reflect
 
     reflection = await reflect(messages, state, cited, config, as_given=True, calls=calls)

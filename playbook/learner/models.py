@@ -203,7 +203,7 @@ def _reply_text(reply: Any) -> str:
 
 
 async def reflect(messages: Sequence[Any], playbook: Playbook, cited_ids: Sequence[str], config: ModelConfig,
-                  as_given: bool = False, calls: list[ModelCall] | None = None) -> dict:
+                  as_given: bool = False, calls: list[ModelCall] | None = None) -> dict[str, Any]:
     """The reflector's analysis and tags. Raises ModelError when the reply holds no JSON object.
 
     With `as_given`, `bullet_tags` is what the reply holds, whatever its type (the learner has
@@ -219,8 +219,8 @@ async def reflect(messages: Sequence[Any], playbook: Playbook, cited_ids: Sequen
             "bullet_tags": tags if isinstance(tags, list) or as_given else []}
 
 
-async def curate(reflector_output: dict, playbook: Playbook, config: ModelConfig, as_given: bool = False,
-                 calls: list[ModelCall] | None = None) -> dict:
+async def curate(reflector_output: dict[str, Any], playbook: Playbook, config: ModelConfig, as_given: bool = False,
+                 calls: list[ModelCall] | None = None) -> dict[str, Any]:
     """The curator's reasoning and operations. Raises ModelError when the reply holds no JSON object.
 
     With `as_given`, `operations` is what the reply holds, whatever its type: the learner hands it
@@ -238,7 +238,7 @@ async def curate(reflector_output: dict, playbook: Playbook, config: ModelConfig
     return curation
 
 
-async def run_reflector(messages: Sequence[Any], playbook: dict, cited_ids: Sequence[str]) -> dict:
+async def run_reflector(messages: Sequence[Any], playbook: dict[str, Any], cited_ids: Sequence[str]) -> dict[str, Any]:
     """`{"analysis", "bullet_tags"}` for a session; empty on any failure."""
     empty = {"analysis": "", "bullet_tags": []}
     config = model_config()
@@ -251,7 +251,7 @@ async def run_reflector(messages: Sequence[Any], playbook: dict, cited_ids: Sequ
         return empty
 
 
-async def run_curator(reflector_output: dict, playbook: dict) -> dict:
+async def run_curator(reflector_output: dict[str, Any], playbook: dict[str, Any]) -> dict[str, Any]:
     """`{"reasoning", "operations"}` from the reflector's output; never raises (REQ-CUR-010..012)."""
     empty = {"reasoning": "", "operations": []}
     try:
@@ -266,7 +266,7 @@ async def run_curator(reflector_output: dict, playbook: dict) -> dict:
         return empty
 
 
-async def extract_keypoints(messages: Sequence[Any], playbook: dict) -> dict:
+async def extract_keypoints(messages: Sequence[Any], playbook: dict[str, Any]) -> dict[str, Any]:
     """The single-call path (REQ-CUR-001): evaluations plus operations or new_key_points."""
     empty: dict[str, list[Any]] = {"new_key_points": [], "evaluations": []}
     try:

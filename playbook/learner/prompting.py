@@ -50,7 +50,7 @@ def reflector_prompt(messages: Sequence[Any], playbook: Playbook, cited_ids: Seq
     )
 
 
-def curator_prompt(reflector_output: dict, playbook: Playbook) -> str:
+def curator_prompt(reflector_output: dict[str, Any], playbook: Playbook) -> str:
     """The curator's prompt: the reflector's output and the playbook (after the reflector's tags)."""
     return load_template("curator.txt").format(
         reflector_output=json.dumps(reflector_output, ensure_ascii=False, indent=2),

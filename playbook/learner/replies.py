@@ -14,7 +14,7 @@ _FENCED = re.compile(r"```\s*(.*?)```", re.DOTALL)
 _MAX_BRACE_STARTS = 64
 
 
-def _loads(text: str) -> dict | None:
+def _loads(text: str) -> dict[str, Any] | None:
     try:
         value = json.loads(text)
     except (ValueError, RecursionError):
@@ -52,7 +52,7 @@ def _balanced(text: str, start: int, budget: list[int] | None = None) -> str | N
     return None
 
 
-def extract_json(text: Any) -> dict | None:
+def extract_json(text: Any) -> dict[str, Any] | None:
     """The first JSON object found by: ```json fence, bare ``` fence, balanced braces, raw parse."""
     if not isinstance(text, str):
         return None
@@ -77,7 +77,7 @@ def extract_json(text: Any) -> dict | None:
     return _loads(text.strip())
 
 
-def parse_extraction_reply(text: Any) -> dict:
+def parse_extraction_reply(text: Any) -> dict[str, Any]:
     """What `extract_keypoints` returns for a reply: `operations` only when the reply holds a list there."""
     data = extract_json(text) or {}
     result: dict[str, Any] = {
@@ -89,7 +89,7 @@ def parse_extraction_reply(text: Any) -> dict:
     return result
 
 
-def parse_curator_reply(text: Any) -> dict:
+def parse_curator_reply(text: Any) -> dict[str, Any]:
     """`{"reasoning": str, "operations": list}`; both empty when the reply holds no JSON object."""
     data = extract_json(text)
     if data is None:
@@ -102,7 +102,7 @@ def parse_curator_reply(text: Any) -> dict:
     }
 
 
-def build_playbook_dict(playbook: dict) -> dict[str, str]:
+def build_playbook_dict(playbook: dict[str, Any]) -> dict[str, str]:
     """Flat `{name: text}` over all sections, for the extraction prompt (REQ-SECT-009)."""
     flat: dict[str, str] = {}
     sections = playbook.get("sections") if isinstance(playbook, dict) else None

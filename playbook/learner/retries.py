@@ -27,7 +27,7 @@ def max_attempts() -> int:
 
 def retry_delay(attempts: int) -> float:
     """Seconds to wait after the `attempts`-th failure (`PLAYBOOK_LEARN_RETRY_DELAY` is the first wait)."""
-    return env_number("PLAYBOOK_LEARN_RETRY_DELAY", RETRY_DELAY) * 4 ** max(attempts - 1, 0)
+    return env_number("PLAYBOOK_LEARN_RETRY_DELAY", RETRY_DELAY) * 4.0 ** max(attempts - 1, 0)
 
 
 def next_try(pending: PendingLearning) -> datetime | None:

@@ -135,7 +135,7 @@ def _scrubbed(text: str) -> str:
     return scrub(text)
 
 
-def edited_operation(operation: Any, text: str) -> dict:
+def edited_operation(operation: Any, text: str) -> dict[str, Any]:
     """`operation` with its text replaced by `text` (ADD and UPDATE: text; MERGE: merged_text)."""
     if not isinstance(operation, dict) or operation.get("type") not in ("ADD", "UPDATE", "MERGE"):
         raise ReviewError("only an ADD, UPDATE or MERGE proposal has a text to edit")
@@ -145,7 +145,7 @@ def edited_operation(operation: Any, text: str) -> dict:
     return {**operation, key: text}
 
 
-def _accept(repo: PlaybookRepository, wanted: list[tuple[PendingProposal, dict | None]], cause: Cause) -> list[Decision]:
+def _accept(repo: PlaybookRepository, wanted: list[tuple[PendingProposal, dict[str, Any] | None]], cause: Cause) -> list[Decision]:
     """Accept `wanted` (proposal, edited operation or None) together, as one direct cycle's reply."""
     settings = lean_settings(repo.claude_dir.parent)
 

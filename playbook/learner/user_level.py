@@ -22,7 +22,7 @@ from playbook.wiring.project import repository, user_repository
 from playbook.wiring.settings import load_settings
 
 
-def split_preferences(operations: Any, project: Path) -> tuple[list[dict], Any]:
+def split_preferences(operations: Any, project: Path) -> tuple[list[dict[str, Any]], Any]:
     """(the curator's ADDs to USER PREFERENCES, for the user-level playbook; the rest of its operations).
 
     Nothing is taken out when preferences are kept per project, when the project's playbook is the
@@ -36,7 +36,7 @@ def split_preferences(operations: Any, project: Path) -> tuple[list[dict], Any]:
     return preferences, [op for op in operations if not any(op is taken for taken in preferences)]
 
 
-def learn_preferences(preferences: list[dict], cause: Cause, project: Path) -> Committed | None:
+def learn_preferences(preferences: list[dict[str, Any]], cause: Cause, project: Path) -> Committed | None:
     """Append `preferences` (ADD operations) to the user-level playbook as one transaction with the learning
     cycle's cause; a text it already holds is skipped and recorded, so a cycle run again adds nothing twice."""
     note = f"user preferences learned in {project}"

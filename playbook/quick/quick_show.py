@@ -114,7 +114,8 @@ def current_snapshot(project: str) -> dict[str, Any] | None:
         return None  # a large playbook.json lags the log by a short tail, which the full command folds
     if snapshot["log"].get("hash") != show_text.head(log[1]):
         return None  # a log of another history at the same size and time: the full command says so
-    return snapshot
+    well_formed: dict[str, Any] = snapshot
+    return well_formed
 
 
 class _Decoding:

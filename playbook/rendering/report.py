@@ -37,20 +37,20 @@ def to_json(document: Any) -> str:
     return _JSON_UNSAFE.sub(lambda m: "\\u%04x" % ord(m.group()), text)
 
 
-def event_json(event: ev.Event | ev.UnknownRecord) -> dict:
+def event_json(event: ev.Event | ev.UnknownRecord) -> dict[str, Any]:
     """Every field of an event (defaults included), with its `type` first."""
     if isinstance(event, ev.UnknownRecord):
         return {"type": event.type, "seq": event.seq, "tx": event.tx, "at": event.at, "unknown": True}
     return {"type": tag_of(event), **msgspec.to_builtins(msgspec.structs.asdict(event))}
 
 
-def commit_json(commit: ev.TransactionCommitted) -> dict:
+def commit_json(commit: ev.TransactionCommitted) -> dict[str, Any]:
     return {"tx": commit.tx, "seq": commit.seq, "at": commit.at, "source": commit.source,
             "session": commit.session, "model": commit.model, "analysis": commit.analysis,
             "reasoning": commit.reasoning, "note": commit.note}
 
 
-def state_json(state: PlaybookState) -> dict:
+def state_json(state: PlaybookState) -> dict[str, Any]:
     return {section: [{"name": kp.name, "text": kp.text, "helpful": kp.helpful, "harmful": kp.harmful}
                       for kp in state.sections[section].values()] for section in SECTION_SLUGS}
 
@@ -58,7 +58,7 @@ def state_json(state: PlaybookState) -> dict:
 # --- events, one line each ------------------------------------------------------------------------------
 
 
-def proposal_lines(proposals: list, style: Style, heading: str | None = None) -> list[str]:
+def proposal_lines(proposals: list[Any], style: Style, heading: str | None = None) -> list[str]:
     """Pending proposals, oldest first: id, when, the operation, and what would refuse it."""
     if not proposals:
         return ["no pending proposals"]
@@ -75,7 +75,7 @@ def proposal_lines(proposals: list, style: Style, heading: str | None = None) ->
     return lines
 
 
-def decision_lines(decisions: list, style: Style) -> list[str]:
+def decision_lines(decisions: list[Any], style: Style) -> list[str]:
     """What review actions did: outcome, id, reason, transaction; below the decisions that share a
     transaction, its events once (an accept's, so what it changed is seen)."""
     lines: list[str] = []
@@ -145,7 +145,7 @@ def show_lines(point: PointState, style: Style, label: str | None = None) -> lis
     return lines
 
 
-def show_json(point: PointState, label: str | None = None) -> dict:
+def show_json(point: PointState, label: str | None = None) -> dict[str, Any]:
     state = point.state
     counts = {section: len(state.sections[section]) for section in SECTION_SLUGS}
     return {
@@ -192,7 +192,7 @@ def log_lines(selected: list[Selected], style: Style, verbose: bool = False, fil
     return lines
 
 
-def log_json(selected: list[Selected]) -> dict:
+def log_json(selected: list[Selected]) -> dict[str, Any]:
     return {"transactions": [
         {**commit_json(s.transaction.commit), "first_seq": s.transaction.start.seq + 1,
          "events_total": len(s.transaction.events), "events": [event_json(e) for e in s.events]}
@@ -265,7 +265,7 @@ def history_lines(name: str, items: list[HistoryItem], style: Style, verbose: bo
     return lines
 
 
-def history_json(name: str, items: list[HistoryItem]) -> dict:
+def history_json(name: str, items: list[HistoryItem]) -> dict[str, Any]:
     section, after = _now(items, name)
     return {
         "entry": name,

@@ -109,7 +109,7 @@ def _diff_footer(change: Diff, reordered: bool, style: Style) -> list[str]:
     return lines
 
 
-def diff_json(change: Diff, a: PointState, b: PointState, a_label: str, b_label: str) -> dict:
+def diff_json(change: Diff, a: PointState, b: PointState, a_label: str, b_label: str) -> dict[str, Any]:
     return {
         **msgspec.to_builtins(change),
         "from": {"at": a_label, "seq": a.seq, "tx": a.commit.tx if a.commit is not None else None},
@@ -157,7 +157,7 @@ def revert_lines(result: Reverted, style: Style) -> list[str]:
     return lines
 
 
-def revert_json(result: Reverted) -> dict:
+def revert_json(result: Reverted) -> dict[str, Any]:
     committed = result.committed
     return {
         "transactions": result.plan.transactions,
@@ -194,7 +194,7 @@ def verify_lines(report: Any, style: Style) -> list[str]:
     return lines
 
 
-def verify_json(report: Any) -> dict:
+def verify_json(report: Any) -> dict[str, Any]:
     return {"ok": report.ok, **msgspec.to_builtins(report)}
 
 
@@ -219,7 +219,7 @@ def import_lines(result: Imported, style: Style) -> list[str]:
     return lines
 
 
-def import_json(result: Imported) -> dict:
+def import_json(result: Imported) -> dict[str, Any]:
     header = result.header
     return {
         "path": result.path, "tx": result.committed.commit.tx if result.committed is not None else None,
@@ -243,7 +243,7 @@ def recover_lines(result: Recovered, style: Style) -> list[str]:
     return lines + [line for e in committed.events for line in event_lines(e, style, False)]
 
 
-def recover_json(result: Recovered) -> dict:
+def recover_json(result: Recovered) -> dict[str, Any]:
     committed = result.committed
     return {"file": result.path, "base": result.base, "applied": committed is not None,
             "tx": committed.commit.tx if committed is not None else None,
@@ -259,7 +259,7 @@ def _table(rows: dict[str, int]) -> list[str]:
     return [f"  {clean(key)}{' ' * (width - cells(clean(key)))}  {value:>6}" for key, value in rows.items()]
 
 
-def _ranked(rows: list[dict], style: Style) -> list[str]:
+def _ranked(rows: list[dict[str, Any]], style: Style) -> list[str]:
     """Key points with their counters and as much of their text as the width leaves."""
     if not rows:
         return ["  (none)"]
@@ -295,5 +295,6 @@ def stats_lines(stats: Stats, style: Style) -> list[str]:
     return lines + _heading("learning outcomes per day (UTC)", style) + _per_day(stats.per_day)
 
 
-def stats_json(stats: Stats) -> dict:
-    return msgspec.to_builtins(stats)
+def stats_json(stats: Stats) -> dict[str, Any]:
+    document: dict[str, Any] = msgspec.to_builtins(stats)
+    return document

@@ -15,7 +15,7 @@ _unsafe: list[re.Pattern[str]] = []
 """UNSAFE_CHARACTERS compiled, once a text needs it: `re` costs the quick paths more than their own work."""
 
 
-def _escape(match: re.Match) -> str:
+def _escape(match: re.Match[str]) -> str:
     ch = match.group()
     if ch in _NAMED:
         return _NAMED[ch]

@@ -78,7 +78,7 @@ def session_start_output(project: Path | str) -> bytes:
     return data.partition(b"\n")[2]
 
 
-def read_payload(stream: Any) -> dict:
+def read_payload(stream: Any) -> dict[str, Any]:
     if stream is None:  # a hook started with stdin closed: sys.stdin is None
         raise HookInputError("no hook input (stdin is closed)")
     raw = stream.buffer.read(MAX_STDIN + 1) if hasattr(stream, "buffer") else stream.read(MAX_STDIN + 1)
@@ -101,7 +101,7 @@ def read_payload(stream: Any) -> dict:
     return payload
 
 
-def _project(payload: dict) -> Path:
+def _project(payload: dict[str, Any]) -> Path:
     configured = os.environ.get("CLAUDE_PROJECT_DIR")
     if configured:
         return Path(configured)
@@ -109,12 +109,12 @@ def _project(payload: dict) -> Path:
     return Path(cwd) if isinstance(cwd, str) and cwd else Path.cwd()
 
 
-def _string(payload: dict, key: str) -> str | None:
+def _string(payload: dict[str, Any], key: str) -> str | None:
     value = payload.get(key)
     return value if isinstance(value, str) and value else None
 
 
-def learning_transcript(event: str, payload: dict, project: Path) -> tuple[str | None, str]:
+def learning_transcript(event: str, payload: dict[str, Any], project: Path) -> tuple[str | None, str]:
     """(transcript to learn from, or None; why) for a learning hook, following the settings."""
     settings = load_settings(project)
     if event == "SessionEnd":
@@ -133,7 +133,7 @@ def learning_transcript(event: str, payload: dict, project: Path) -> tuple[str |
     return _string(payload, "transcript_path"), _string(payload, "trigger") or "compact"
 
 
-def learning_hook(event: str, payload: dict) -> str | None:
+def learning_hook(event: str, payload: dict[str, Any]) -> str | None:
     """Record a learning request for this hook and start the learner. Returns a note for stderr, if any."""
     from .notice import update_notice
 

@@ -69,7 +69,7 @@ def _created_marker(path: Path) -> Path:
     return path.with_name(path.name + ".playbook-created")
 
 
-def _load(path: Path) -> dict:
+def _load(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -83,7 +83,7 @@ def _load(path: Path) -> dict:
     return data
 
 
-def _without_ours(groups: Any) -> list:
+def _without_ours(groups: Any) -> list[Any]:
     kept = []
     for group in groups if isinstance(groups, list) else []:
         if isinstance(group, dict) and isinstance(group.get("hooks"), list):
@@ -95,7 +95,7 @@ def _without_ours(groups: Any) -> list:
     return kept
 
 
-def _save(path: Path, data: dict) -> None:
+def _save(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())
 

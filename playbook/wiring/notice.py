@@ -16,9 +16,9 @@ from pathlib import Path
 
 from eventlog.domain import PlaybookState
 from eventlog.files import FILE_MODE
-from projections.quickroads import ALL_OFF, NOTICE_NAME, read_small
+from projections.quickroads import ALL_OFF, NO_BACKEND, NOTICE_NAME, read_small
 
-from playbook.learner.backend import NO_BACKEND, model_config
+from playbook.learner.backend import model_config
 from .settings import load_settings
 
 

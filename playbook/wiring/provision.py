@@ -16,6 +16,10 @@ hour. Every path exits 0.
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # not typing's: this script runs on any Python 3 and imports only what it uses
+if TYPE_CHECKING:
+    from typing import IO, Any
+
 import fcntl
 import json
 import os
@@ -75,7 +79,7 @@ def _write(path: str, text: str) -> None:
     os.replace(temporary, path)
 
 
-def _read_json(path: str) -> dict:
+def _read_json(path: str) -> dict[str, Any]:
     try:
         with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
@@ -84,7 +88,7 @@ def _read_json(path: str) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def _lock(data: str):
+def _lock(data: str) -> IO[str] | None:
     """The set-up lock, taken without waiting; None when another set-up holds it."""
     handle = open(os.path.join(data, LOCK_NAME), "a")
     try:
@@ -103,7 +107,7 @@ def setup_running(data: str) -> bool:
     return False
 
 
-def recent_failure(data: str, root: str) -> dict:
+def recent_failure(data: str, root: str) -> dict[str, Any]:
     """The last failed set-up for this root, if it is too recent to try again."""
     failure = _read_json(os.path.join(data, FAILED_NAME))
     at = failure.get("at")
@@ -270,7 +274,8 @@ def _projected(root: str) -> bytes | None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     claude_dir = os.path.join(os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd(), ".claude")
-    return module._fast(claude_dir)
+    found: bytes | None = module._fast(claude_dir)
+    return found
 
 
 def session_start(data: str, root: str, notice: str | None) -> bytes:
@@ -278,7 +283,7 @@ def session_start(data: str, root: str, notice: str | None) -> bytes:
     output = _projected(root)
     if notice is None:
         return output or b""
-    message: dict = {}
+    message: dict[str, Any] = {}
     if output:
         try:
             message = json.loads(output)
