@@ -129,9 +129,9 @@ def log_lines(log: Path) -> LogLines:
             offset += len(line)
             if offset > end.offset:
                 break
-            hashed = split_hash(line)
-            assert hashed is not None  # the strict read checked every line
-            tags += bytes.fromhex(hashed[1][: 2 * TAG_BYTES].decode())
+            tag = line_tag(line)
+            assert tag is not None  # the strict read checked every line
+            tags += tag
             if line.startswith(COMMIT):
                 commits[number] = (offset, hash_after(line))
     return LogLines(tags=bytes(tags), commits=commits, end=end)
@@ -147,6 +147,32 @@ def check(log: Path, path: Path) -> AnchorReport:
     report = AnchorReport(path=str(path), anchors=len(anchors), rewrites=[])
     if not anchors:
         return report
+    expected, heads = _expected(path, anchors, report.rewrites)
+    lines = log_lines(log)
+    report.lines = lines.end.line
+    report.problem = _first_difference(lines, bytes(expected), heads)
+    if report.problem is None:
+        report.problem = _unaccepted_rewrite(log, anchors)
+    return report
+
+
+def anchored_tag(path: Path, line: int) -> bytes | None:
+    """The tag the anchors in `path` hold for the log's line `line` (after any purge they accepted), or None
+    when none covers it. Raises `AnchorFileError` when the file is damaged."""
+    expected, _heads = _expected(path, read_anchors(path), [])
+    at = (line - 1) * TAG_BYTES
+    return bytes(expected[at : at + TAG_BYTES]) if line >= 1 and at + TAG_BYTES <= len(expected) else None
+
+
+def line_tag(raw: bytes) -> bytes | None:
+    """A log line's tag as an anchor keeps it (the first four digits of its `h`), or None when it has no `h`."""
+    hashed = split_hash(raw)
+    return None if hashed is None else bytes.fromhex(hashed[1][: 2 * TAG_BYTES].decode())
+
+
+def _expected(path: Path, anchors: list[Anchor], rewrites: list[int]) -> tuple[bytearray, dict[int, Anchor]]:
+    """The tag every anchored line must have, and the heads still to prove, the anchors read in order (a purge's
+    anchor replaces the tags from its first line on); the purges' record seqs are added to `rewrites`."""
     expected = bytearray()
     heads: dict[int, Anchor] = {}
     for number, anchor in enumerate(anchors, 1):
@@ -160,18 +186,13 @@ def check(log: Path, path: Path) -> AnchorReport:
             raise AnchorFileError(path, number, f"it begins at line {anchor.from_line}, after a gap")
         if anchor.rewrite is not None:
             heads = {line: kept for line, kept in heads.items() if line < anchor.from_line}
-            report.rewrites.append(anchor.rewrite)
+            rewrites.append(anchor.rewrite)
         elif expected[(anchor.from_line - 1) * TAG_BYTES :] != tags[: len(expected) - (anchor.from_line - 1) * TAG_BYTES]:
             raise AnchorFileError(path, number, "it disagrees with the anchors before it")
         del expected[(anchor.from_line - 1) * TAG_BYTES :]
         expected += tags
         heads[anchor.line] = anchor
-    lines = log_lines(log)
-    report.lines = lines.end.line
-    report.problem = _first_difference(lines, bytes(expected), heads)
-    if report.problem is None:
-        report.problem = _unaccepted_rewrite(log, anchors)
-    return report
+    return expected, heads
 
 
 def _first_difference(lines: LogLines, expected: bytes, heads: dict[int, Anchor]) -> Differs | None:
@@ -265,4 +286,4 @@ class AnchoredLogDiffers(Exception):
 
 
 __all__ = ["ANCHORS_NAME", "Anchor", "AnchorFileError", "AnchorReport", "AnchoredLogDiffers", "CorruptLogError",
-           "Differs", "anchors_path", "check", "read_anchors", "record"]
+           "Differs", "anchored_tag", "anchors_path", "check", "line_tag", "read_anchors", "record"]

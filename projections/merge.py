@@ -10,6 +10,10 @@ longer has was dropped by that side (a `git revert`, or a cherry-pick that did n
 it): when ours still has it, it is undone by a revert transaction appended to the merge;
 when only theirs has it, it is not brought over. The merged log is a pure function of the
 inputs, so both sides of a merge write the same bytes.
+
+A transaction the merge base, or both sides, hold at the same place must be the same bytes on
+each: a side that holds other bytes there rewrote history after it was shared
+(`shared_history`), and the merge is refused rather than adopt one version of it.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from eventlog.logformat import restamp
 from eventlog.files import FILE_MODE
 from eventlog.store import LogReader, Position, fold_log
 
+from .shared_history import Parting, anchored_side, parting, purged_at
 from .snapshot import playbook_dict
 
 _CHUNK = 1 << 20
@@ -47,6 +52,35 @@ _CHUNK = 1 << 20
 
 class MergeRefused(PlaybookError):
     """The logs cannot be merged (damaged, hand-edited, unfinished, or a revert that would undo later work)."""
+
+
+class SharedHistoryRewritten(MergeRefused):
+    """A side holds a transaction of the history both share at its place, but in other bytes: a line of it was
+    rewritten after it was shared. The evidence: `side` (ours | theirs), its first `line` that differs, the
+    transaction `tx` holding it, and `by` what says that side rewrote it ("merge base", "purge", "anchors";
+    "" when nothing does, and `side` is theirs only as the one that differs from ours). `purge` is the seq of
+    that side's `HistoryRewritten` record naming the line, when it has one."""
+
+    def __init__(self, side: str, line: int, tx: str, by: str, purge: int | None = None, subject: str = "") -> None:
+        self.side, self.line, self.tx, self.by, self.purge, self.subject = side, line, tx, by, purge, subject
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        where = f"at line {self.line} (transaction {self.tx})"
+        if not self.by:
+            said = (f"theirs differs from ours in shared history {where}, and neither a merge base nor an anchor "
+                    f"says which side rewrote it: refused; ours is kept")
+        elif self.purge is not None:
+            other = "ours" if self.side == "theirs" else "theirs"
+            said = (f"{self.side} rewrites shared history {where} by a purge (HistoryRewritten at seq {self.purge}): "
+                    f"refused; ours is kept; purge the same text in {other}, then merge again")
+        else:
+            said = f"{self.side} rewrites shared history {where}: refused; ours is kept"
+        return f"cannot merge {self.subject}: {said}" if self.subject else said
+
+    def about(self, subject: str) -> SharedHistoryRewritten:
+        """The same refusal, naming what was being merged."""
+        return SharedHistoryRewritten(self.side, self.line, self.tx, self.by, self.purge, subject)
 
 
 class MergeOutcome(msgspec.Struct):
@@ -210,8 +244,10 @@ class _Sides:
     ours_only: list[Tx]
 
 
-def _read_sides(ours: Path, theirs: Path, ancestor: Path | None, labels: tuple[str, str, str]) -> _Sides:
-    """Both logs read after the bytes they share (MergeRefused for one that is not clean), and the ancestor's."""
+def _read_sides(ours: Path, theirs: Path, ancestor: Path | None, labels: tuple[str, str, str],
+                anchors: Path | None = None) -> _Sides:
+    """Both logs read after the bytes they share (MergeRefused for one that is not clean, or that rewrote what
+    both share), and the ancestor's."""
     ours_label, theirs_label, _ancestor_label = labels
     shared = common_prefix(ours, theirs)
     ours_size, theirs_size = _size(ours), _size(theirs)
@@ -220,6 +256,8 @@ def _read_sides(ours: Path, theirs: Path, ancestor: Path | None, labels: tuple[s
     theirs_rest, theirs_end = _rest(theirs, prefix, theirs_label)
     if ours_end.offset != ours_size or theirs_end.offset != theirs_size:  # pragma: no cover - _rest checks
         raise MergeRefused("a log changed while it was being merged")
+    _refuse_rewrite(ours, theirs, ancestor, shared, prefix, {"ours": ours_rest, "theirs": theirs_rest}, labels,
+                    anchors)
     ours_ids = {tx.commit.tx for tx in ours_rest}
     theirs_ids = {tx.commit.tx for tx in theirs_rest}
     left_out, undo, ancestor_tx = _dropped(ancestor, ours, prefix, ours_ids, theirs_ids, labels)
@@ -230,14 +268,17 @@ def _read_sides(ours: Path, theirs: Path, ancestor: Path | None, labels: tuple[s
 
 
 def merge_logs(ours: Path, theirs: Path, ancestor: Path | None = None, note: str = "merge",
-               labels: tuple[str, str, str] = ("ours", "theirs", "the ancestor")) -> MergeOutcome:
+               labels: tuple[str, str, str] = ("ours", "theirs", "the ancestor"),
+               anchors: Path | None = None) -> MergeOutcome:
     """Merge log `theirs` into log `ours`, given their common `ancestor` log if known.
 
     Neither file is changed: the outcome says what to write (`write_merged`). Raises
     MergeRefused, with one line saying why, for a log that is damaged, hand-edited, ends in
-    an unfinished write or holds records of a newer version.
+    an unfinished write or holds records of a newer version, and `SharedHistoryRewritten`
+    for one that rewrote history both share. `anchors`, ours' anchors file, can say which
+    side that was when there is no `ancestor`.
     """
-    sides = _read_sides(ours, theirs, ancestor, labels)
+    sides = _read_sides(ours, theirs, ancestor, labels, anchors)
     if not sides.brought and not sides.undo:
         return MergeOutcome(base="ours", keep=sides.ours_size, tail=b"", left_out=sorted(sides.left_out))
     if not sides.ours_only and not sides.undo and not sides.left_out:
@@ -277,6 +318,45 @@ def _merge_record(sides: _Sides, merged: Merged, appended: int, at: str, note: s
     merge_tx = _stable_id("merge", heads, sides.ancestor_tx, sides.prefix.seq)
     events: list[Event] = [record, *merged.conflicts]
     return Tx(_stamped(events, merge_tx, at), _commit(merge_tx, at, Cause(source="merge", note=note)))
+
+
+def _parting(reference: Path, side: Path, after: Position, part: int, label: str) -> Parting | None:
+    try:
+        return parting(reference, side, after, part)
+    except CorruptLogError as exc:
+        raise MergeRefused(f"{label} is not a clean log: line {exc.line}: {exc.reason}") from exc
+
+
+def _refuse_rewrite(ours: Path, theirs: Path, ancestor: Path | None, shared: int, prefix: Position,
+                    rests: dict[str, list[Tx]], labels: tuple[str, str, str], anchors: Path | None) -> None:
+    """Raise `SharedHistoryRewritten` when a side holds a transaction of the merge base, or of the other side,
+    at the same place in other bytes. `shared` is how many bytes ours and theirs share, `prefix` the commit
+    position at or before it, `rests` each side's transactions after it."""
+    found: list[tuple[Parting, str]] = []
+    if ancestor is not None and _size(ancestor):
+        for side, path in (("ours", ours), ("theirs", theirs)):
+            part = common_prefix(ancestor, path)
+            # Before `shared` both sides hold the same bytes: where they part from the base there, they agree.
+            if shared <= part < min(_size(ancestor), _size(path)):
+                hit = _parting(ancestor, path, prefix, part, labels[2])
+                if hit is not None:
+                    found.append((hit, side))
+    if found:
+        hit, side = min(found, key=lambda item: item[0].line)
+        raise SharedHistoryRewritten(side, hit.line, hit.tx, "merge base", purged_at(rests[side], hit.seq))
+    if shared >= min(_size(ours), _size(theirs)):
+        return
+    pair = _parting(ours, theirs, prefix, shared, labels[0])
+    if pair is None:
+        return
+    purges = {side: purged_at(rests[side], pair.seq) for side in ("ours", "theirs")}
+    if (purges["ours"] is None) != (purges["theirs"] is None):
+        side, by = ("ours" if purges["ours"] is not None else "theirs"), "purge"
+    elif anchors is not None and (said := anchored_side(anchors, pair)) is not None:
+        side, by = ("ours" if said == "reference" else "theirs"), "anchors"
+    else:
+        side, by = "theirs", ""
+    raise SharedHistoryRewritten(side, pair.line, pair.tx, by, purges[side] if by == "purge" else None)
 
 
 def _dropped(ancestor: Path | None, ours: Path, prefix: Position, ours_ids: set[str], theirs_ids: set[str],
@@ -364,4 +444,5 @@ def write_merged(outcome: MergeOutcome, ours: Path, theirs: Path, target: Path) 
         raise
 
 
-__all__ = ["MergeOutcome", "MergeRefused", "Replayed", "common_prefix", "merge_logs", "write_merged"]
+__all__ = ["MergeOutcome", "MergeRefused", "Replayed", "SharedHistoryRewritten", "common_prefix", "merge_logs",
+           "write_merged"]

@@ -12,9 +12,10 @@ from pathlib import Path
 
 from eventlog.errors import PlaybookError
 from eventlog.checks import hash_at
+from projections.anchors import anchors_path
 from projections.checkpoints import clear
+from projections.merge import MergeOutcome, SharedHistoryRewritten, merge_logs, write_merged
 from projections.quickroads import CHECKPOINT_DIR
-from projections.merge import MergeOutcome, merge_logs, write_merged
 from projections.repository import PlaybookRepository
 from projections.snapshot import read_snapshot, state_of
 
@@ -48,8 +49,11 @@ def merge_file(repo: PlaybookRepository, other: Path) -> MergeOutcome:
         raise PlaybookError(f"cannot read {other}: no such file")
 
     def build(log: Path) -> MergeOutcome:
-        outcome = merge_logs(log, other, None, note=f"merge of {other.name}",
-                             labels=(str(log), str(other), "the ancestor"))
+        try:
+            outcome = merge_logs(log, other, None, note=f"merge of {other.name}",
+                                 labels=(str(log), str(other), "the ancestor"), anchors=anchors_path(repo.claude_dir))
+        except SharedHistoryRewritten as exc:  # its sides are ours and theirs: say which file theirs is
+            raise exc.about(str(other)) from exc
         if not outcome.unchanged:
             write_merged(outcome, log, other, log)
         return outcome
