@@ -54,7 +54,7 @@ class Team:
     """A bare origin and two clones with the playbook shared; a few transactions both have."""
 
     def __init__(self, root: Path) -> None:
-        from playbook.share import share
+        from playbook.commands.share import share
 
         self.root, self.env = root, git_env(root)
         Git(root, self.env)("init", "-q", "--bare", "-b", "main", str(root / "origin.git"))
