@@ -573,7 +573,7 @@ def test_a_transaction_written_while_a_revert_is_planned_stays(run, repo, monkey
 
 def test_a_transaction_prefix_shared_by_two_transactions_is_refused(run, repo, monkeypatch):
     ids = iter(["abcdef01" + "0" * 24, "12345678" + "0" * 24, "abcdef02" + "0" * 24])
-    monkeypatch.setattr(eventlog.store.uuid, "uuid4", lambda: uuid.UUID(next(ids)))
+    monkeypatch.setattr(eventlog.storage.uuid, "uuid4", lambda: uuid.UUID(next(ids)))
     for text in ("one", "two", "three"):
         repo.append([ApplyOperations([{"type": "ADD", "text": text}])], Cause(source="test"))
     lines = log_lines(repo)

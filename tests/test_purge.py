@@ -273,10 +273,6 @@ def test_a_rewrite_is_accepted_only_through_the_anchor_its_purge_recorded(projec
 def test_purge_leaves_no_kept_show_text_holding_what_it_purged(project, capsys):
     """`show` keeps the text it prints beside the log (`playbook.quick.show_text`): a purge removes it with the other
     files that derive from the log, and a temporary one a killed `show` left, so none keeps the purged text."""
-    from playbook.quick.show_text import SHOW_NAME
-    from projections.purge import SHOW_TEXT_NAME
-
-    assert SHOW_TEXT_NAME == SHOW_NAME
     repo = build(project)
     claude = repo.claude_dir
     code, out, _err = cli(project, capsys, "show")

@@ -60,7 +60,8 @@ from eventlog.store import LogReader, Position, fold_log
 from playbook.quick import inject
 from projections.revert import plan_revert
 from projections import checkpoints
-from projections.injection import INJECTION_NAME, hook_output
+from projections.injection import hook_output
+from projections.quickroads import INJECTION_NAME
 from projections.repository import LOG_NAME, SNAPSHOT_NAME, PlaybookRepository
 from projections.snapshot import playbook_dict, render
 from projections.timeline import Timeline
