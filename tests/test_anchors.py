@@ -63,6 +63,7 @@ def forge(log: Path, old: str, new: str) -> int:
     return changed
 
 
+@pytest.mark.slow
 def test_a_forged_log_with_a_recomputed_chain_passes_verify_but_not_verify_anchor(project, repo, capsys):
     code, out, _err = cli(project, capsys, "anchor")
     assert code == 0 and "anchored line" in out

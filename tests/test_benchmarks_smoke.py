@@ -5,6 +5,7 @@ from __future__ import annotations
 from benchmarks.fold import Generator, fold_file, write_log
 from eventlog.events import Event, TransactionCommitted
 from eventlog.evolve import fold
+import pytest
 
 
 def test_generated_log_folds_to_the_state_of_its_events_in_memory(tmp_path):
@@ -25,6 +26,7 @@ def test_generated_log_folds_to_the_state_of_its_events_in_memory(tmp_path):
     assert 30 <= len(from_file.where) <= 90
 
 
+@pytest.mark.slow
 def test_the_merge_benchmark_runs_the_driver_and_checks_what_it_wrote(tmp_path):
     from benchmarks.merge import measure, met_targets
 

@@ -80,6 +80,7 @@ def bootstrap(project: Path, capsys, *args: str) -> str:
     return capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_a_dry_run_lists_the_sessions_oldest_first_with_size_tokens_and_cost_and_spends_nothing(
         project, history, monkeypatch, capsys):
     log = project / ".claude" / "playbook.events.jsonl"
@@ -98,6 +99,7 @@ def test_a_dry_run_lists_the_sessions_oldest_first_with_size_tokens_and_cost_and
     assert log.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_bootstrap_learns_every_session_oldest_first_then_nothing_again(project, history, monkeypatch, capsys):
     with FakeAnthropic(models()) as api:
         use(api, monkeypatch)
@@ -117,6 +119,7 @@ def test_bootstrap_learns_every_session_oldest_first_then_nothing_again(project,
         assert "5 already learned" in bootstrap(project, capsys, "--dry-run")
 
 
+@pytest.mark.slow
 def test_limit_and_since_choose_the_sessions(project, history, monkeypatch, capsys):
     with FakeAnthropic(models()) as api:
         use(api, monkeypatch)
@@ -128,6 +131,7 @@ def test_limit_and_since_choose_the_sessions(project, history, monkeypatch, caps
         assert "2 of 2 sessions done" in out
 
 
+@pytest.mark.slow
 def test_a_transcript_the_hooks_learned_is_never_counted_twice(project, history, monkeypatch, capsys):
     whole = history / LAYOUT[1][0]
     partial = history / LAYOUT[4][0]
@@ -153,6 +157,7 @@ def test_a_transcript_the_hooks_learned_is_never_counted_twice(project, history,
     assert len(spans) == 5
 
 
+@pytest.mark.slow
 def test_the_budget_reached_midway_stops_and_says_how_far_it_got(project, history, monkeypatch, capsys):
     monkeypatch.setenv("PLAYBOOK_DAILY_TOKEN_BUDGET", "1")
     with FakeAnthropic(models()) as api:
@@ -181,6 +186,7 @@ def _env(project: Path, history: Path, api: FakeAnthropic, **extra: str) -> dict
                   "CLAUDE_CONFIG_DIR": str(history.parent.parent), "PLAYBOOK_RETRY_BASE_DELAY": "0.01", **extra}
 
 
+@pytest.mark.slow
 def test_a_run_killed_mid_cycle_continues_where_it_stopped(project, history):
     released = {"third": False}
 
@@ -216,6 +222,7 @@ def test_a_run_killed_mid_cycle_continues_where_it_stopped(project, history):
     assert len(calls) == 10  # the killed cycle's call was never answered, so never recorded
 
 
+@pytest.mark.slow
 def test_a_terminal_gets_a_progress_bar(project, history):
     with FakeAnthropic(models()) as api:
         env = _env(project, history, api)

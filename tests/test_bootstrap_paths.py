@@ -12,6 +12,8 @@ from playbook.learner.bootstrap import project_slug, transcripts_dir
 from tests.fake_anthropic import FakeAnthropic, reply_text
 from tests.test_e2e_claude_code import CLAUDE
 
+pytestmark = pytest.mark.slow  # starts processes, a browser or Claude Code, or runs a campaign
+
 # Directory names Claude Code 2.1.328 wrote for these working directories (observed with `claude -p`).
 OBSERVED = {
     "/tmp/enc/work/my.proj_dir name é": "-tmp-enc-work-my-proj-dir-name--",

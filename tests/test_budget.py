@@ -14,6 +14,7 @@ from projections import usage
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic
 from tests.test_learning import FIXTURES, models, project, transactions, use  # noqa: F401
+import pytest
 
 
 def requests(project: Path, tmp_path: Path, count: int) -> list[str]:
@@ -29,6 +30,7 @@ def pending(project: Path) -> set[str]:
     return set(PlaybookRepository(project / ".claude").current()[0].pending)
 
 
+@pytest.mark.slow
 def test_the_budget_reached_midway_defers_the_rest_until_the_next_day(project, tmp_path, monkeypatch, capsys):
     with FakeAnthropic(models()) as api:
         use(api, monkeypatch)
@@ -65,6 +67,7 @@ def test_the_budget_reached_midway_defers_the_rest_until_the_next_day(project, t
     assert completed == [*first, *made]
 
 
+@pytest.mark.slow
 def test_ignore_budget_learns_at_once(project, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PLAYBOOK_DAILY_TOKEN_BUDGET", "1")
     with FakeAnthropic(models()) as api:
@@ -81,6 +84,7 @@ def test_ignore_budget_learns_at_once(project, tmp_path, monkeypatch, capsys):
     assert len(calls) == 4
 
 
+@pytest.mark.slow
 def test_a_budget_of_zero_is_no_budget(project, tmp_path, monkeypatch):
     monkeypatch.setenv("PLAYBOOK_DAILY_TOKEN_BUDGET", "0")
     with FakeAnthropic(models()) as api:

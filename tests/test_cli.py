@@ -174,6 +174,7 @@ def assert_fits(text: str, width: int = 80) -> None:
 # --- golden human output --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_log_golden(run, demo, project):
     result = run("log")
     assert result.code == 0 and result.err == ""
@@ -242,6 +243,7 @@ def names(doc: dict) -> list[str]:
     return [e["name"] for entries in doc["sections"].values() for e in entries]
 
 
+@pytest.mark.slow
 def test_show_at_seq_transaction_prefix_session_and_before(run, demo, repo):
     after_s2 = run("show", "--at", demo["s-2"], "--json").json()
     assert sorted(names(after_s2)) == ["kpt_001", "kpt_002", "mis-001", "pat-001", "pref-001"]
@@ -262,6 +264,7 @@ def test_show_at_seq_transaction_prefix_session_and_before(run, demo, repo):
     assert empty["total"] == 0 and empty["seq"] == 0
 
 
+@pytest.mark.slow
 def test_show_at_relative_and_iso_times(run, repo, monkeypatch):
     now = datetime.now(timezone.utc)
     clock = iter([now - timedelta(hours=5), now - timedelta(hours=3), now - timedelta(hours=1)])
@@ -297,6 +300,7 @@ def assert_one_line_error(result: Run, code: int = 1) -> None:
     assert "Traceback" not in result.err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", [
     ["at", "999999999d"], ["at", "99999999999w"], ["at", "9" * 20 + "s"], ["show", "--at", "999999999d"],
     ["diff", "999999999d"], ["diff", "0", "99999999999w"],
@@ -308,6 +312,7 @@ def test_a_time_ago_before_the_year_1_is_a_one_line_error(run, demo, argv):
     assert "is too long ago: it reaches before the year 1" in result.err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", [
     ["at", "³"], ["show", "--at", "²"], ["at", "³^"], ["diff", "³"], ["diff", "0", "²²²²²²"],
     ["log", "--since", "³"], ["log", "--until", "³³³³³³"],
@@ -393,6 +398,7 @@ def test_log_json_fields(run, demo):
     assert skipped["operation"] == {"type": "DELETE", "target_id": "nope-9"}
 
 
+@pytest.mark.slow
 def test_log_filters(run, demo):
     def txs(*argv):
         return [t["tx"] for t in run("log", *argv, "--json").json()["transactions"]]
@@ -529,6 +535,7 @@ def test_revert_of_a_session_with_a_merge(run, demo, repo):
     assert state.get("pat-001").helpful == 1
 
 
+@pytest.mark.slow
 def test_revert_refused_on_conflict_then_forced(run, demo, repo):
     lines = log_lines(repo)
     before = repo.store.path.read_bytes()
@@ -725,6 +732,7 @@ def test_rebuild_clears_checkpoints(run, demo, repo):
 HOSTILE = "red \x1b[31mALERT\x1b[0m bell\x07 \x9b2J bidi\u202e end"
 
 
+@pytest.mark.slow
 def test_control_characters_never_reach_stdout(run, repo):
     repo.append([ApplyOperations([{"type": "ADD", "text": HOSTILE, "section": "\x1b]0;title\x07"}])],
                 Cause(source="hook:\x1b[2J", session="s\x1b[1m", model="m\x07", analysis="a\x1b[31m\nb",
@@ -767,6 +775,7 @@ def console_script() -> str:
     return str(Path(sys.executable).with_name("playbook"))
 
 
+@pytest.mark.slow
 def test_console_script_and_module(demo, project):
     env = subprocess_env(project)
     shown = subprocess.run([console_script(), "show"], capture_output=True, text=True, env=env, timeout=60)
@@ -780,6 +789,7 @@ def test_console_script_and_module(demo, project):
     assert missing.returncode == 1 and missing.stderr == "playbook: no entry 'nope' in the log\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", [
     [b"history", b"\xff"], [b"history", b"\xff", b"--json"], [b"at", b"999999999d"], [b"at", "³".encode()],
     [b"log", b"--since", b"99999999999w"],
@@ -791,6 +801,7 @@ def test_bad_when_or_name_from_a_real_command_line_is_one_line(demo, project, ar
     assert b"Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_log_entry_not_utf8_from_a_real_command_line_matches_nothing(demo, project):
     result = subprocess.run([console_script(), "log", "--entry", b"\xff"], capture_output=True,
                             env=subprocess_env(project), timeout=60)
@@ -821,6 +832,7 @@ def test_import_of_a_file_whose_name_is_not_utf8(run, tmp_path):
     assert logged["note"] == f"playbook import {recorded}" and logged["events"][0]["path"] == recorded
 
 
+@pytest.mark.slow
 def test_broken_pipe_prints_no_traceback(repo, project):
     for number in range(150):
         repo.append([ApplyOperations([{"type": "ADD", "text": f"entry {number} " + "x" * 60}])],
@@ -834,6 +846,7 @@ def test_broken_pipe_prints_no_traceback(repo, project):
     assert stderr == b"" and process.returncode == 0
 
 
+@pytest.mark.slow
 def test_colour_only_on_a_terminal_and_never_with_no_color(demo, project):
     pty = pytest.importorskip("pty")
 

@@ -8,6 +8,7 @@ from eventlog.store import LogReader, Position
 from projections.commitindex import INDEX_FILE, CommitIndex
 from projections.repository import PlaybookRepository
 from projections.timeline import Timeline
+import pytest
 
 
 def add(repo: PlaybookRepository, text: str, session: str | None = None) -> None:
@@ -78,6 +79,7 @@ def test_a_chain_hash_wider_than_the_index_s_column_has_the_index_written_again_
     assert commitindex._HEADER.unpack_from(kept.read_bytes(), 0)[2] == 64
 
 
+@pytest.mark.slow
 def test_a_search_by_prefix_finds_every_match_whatever_the_search_window(tmp_path, monkeypatch):
     from projections import commitindex
 

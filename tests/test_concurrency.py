@@ -30,6 +30,9 @@ from eventlog.store import LogReader, fold_log, split_hash
 from tests.logtools import walk_chain
 from projections.repository import LOG_NAME, SNAPSHOT_NAME, PlaybookRepository
 from projections.snapshot import render
+import pytest
+
+pytestmark = pytest.mark.slow  # starts processes, a browser or Claude Code, or runs a campaign
 
 WRITERS = 8
 ROUNDS = 50

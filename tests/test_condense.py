@@ -62,6 +62,7 @@ def reflector_request(project: Path, tmp_path: Path, monkeypatch, kind: str) -> 
         return request_texts(api.message_bodies()[0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["short", "tool_heavy", "long"])
 def test_user_messages_conclusions_and_errors_all_reach_the_reflector(project, tmp_path, monkeypatch, kind):
     sent = reflector_request(project, tmp_path, monkeypatch, kind)

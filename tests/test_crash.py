@@ -61,6 +61,8 @@ from projections.snapshot import read_snapshot, render
 from projections.verify import verify
 from tests.fake_anthropic import FakeAnthropic, Reply, reply_text, request_texts
 
+pytestmark = pytest.mark.slow  # starts processes, a browser or Claude Code, or runs a campaign
+
 TRIALS = int(os.environ.get("PLAYBOOK_CRASH_TRIALS", "60"))
 LEARNER_TRIALS = max(4, TRIALS // 15)
 BASE_SEED = int(os.environ.get("PLAYBOOK_CRASH_SEED", random.randrange(1 << 30)))

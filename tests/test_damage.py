@@ -77,6 +77,7 @@ def _killed_while_writing_a_checkpoint(claude: Path) -> list[Path]:
     return left
 
 
+@pytest.mark.slow
 def test_checkpoint_temporaries_of_a_killed_writer_are_removed_by_the_next_writer_and_by_rebuild(tmp_path):
     claude = tmp_path / ".claude"
     repo = PlaybookRepository(claude)
@@ -96,6 +97,7 @@ def test_checkpoint_temporaries_of_a_killed_writer_are_removed_by_the_next_write
 # --- a playbook.json that is JSON but no playbook ------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("content", [b"null\n", b"[1, 2]\n", b'"a string"\n', b"42\n"])
 def test_a_non_object_snapshot_with_a_log_is_moved_aside_and_the_playbook_stays_as_the_log_says(tmp_path, content):
     claude = tmp_path / ".claude"
@@ -130,6 +132,7 @@ def _no_traceback(result: subprocess.CompletedProcess) -> None:
     assert "Traceback" not in result.stderr and result.stderr.count("\n") <= 2, result.stderr
 
 
+@pytest.mark.slow
 def test_a_writer_never_appends_after_a_damaged_last_commit_line_and_readers_never_show_a_traceback(tmp_path):
     repo = _five_transactions(tmp_path)
     log = repo.store.path
@@ -160,6 +163,7 @@ def test_a_writer_never_appends_after_a_damaged_last_commit_line_and_readers_nev
     assert log.read_bytes() == damaged
 
 
+@pytest.mark.slow
 def test_a_damaged_line_in_the_middle_is_one_line_with_file_and_line_from_every_reader(tmp_path):
     repo = _five_transactions(tmp_path)
     log = repo.store.path
@@ -210,6 +214,7 @@ def session_start(project: Path) -> subprocess.CompletedProcess:
                           env=child_env(CLAUDE_PROJECT_DIR=str(project)), cwd=project, timeout=60)
 
 
+@pytest.mark.slow
 def test_a_snapshot_ahead_of_a_shortened_log_is_never_overwritten_by_a_reader_and_every_reader_says_so(tmp_path):
     repo = _five_transactions(tmp_path)
     snapshot = repo.snapshot_path.read_bytes()
@@ -231,6 +236,7 @@ def test_a_snapshot_ahead_of_a_shortened_log_is_never_overwritten_by_a_reader_an
     assert not list(repo.claude_dir.glob("playbook.json.*"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["ahead", "beside"])
 def test_verify_reports_a_snapshot_holding_more_than_the_log_once(tmp_path, kind):
     """The problem in verify's report, human or JSON, and no closing line on stderr saying it again."""
@@ -256,6 +262,7 @@ def test_verify_reports_a_snapshot_holding_more_than_the_log_once(tmp_path, kind
     assert shown.returncode == 0 and shown.stderr.count(said) == 1 and said not in shown.stdout, shown
 
 
+@pytest.mark.slow
 def test_a_writer_records_then_keeps_a_snapshot_ahead_of_the_log_and_recover_takes_it_back(tmp_path):
     repo = _five_transactions(tmp_path)
     snapshot = repo.snapshot_path.read_bytes()
@@ -286,6 +293,7 @@ def test_a_writer_records_then_keeps_a_snapshot_ahead_of_the_log_and_recover_tak
     assert kept[0].read_bytes() == snapshot and verify(repo).ok
 
 
+@pytest.mark.slow
 def test_recover_of_playbook_json_itself_keeps_it_aside_first_then_takes_it_back(tmp_path):
     repo = _five_transactions(tmp_path)
     snapshot = repo.snapshot_path.read_bytes()
@@ -299,6 +307,7 @@ def test_recover_of_playbook_json_itself_keeps_it_aside_first_then_takes_it_back
     assert verify(repo).ok
 
 
+@pytest.mark.slow
 def test_a_snapshot_of_another_history_is_left_by_readers_and_kept_by_writers(tmp_path):
     from eventlog.jsonl import JsonlEventStore
 
@@ -341,6 +350,7 @@ PlaybookRepository(sys.argv[1]).append([ApplyOperations([{"type": "ADD", "text":
 '''
 
 
+@pytest.mark.slow
 def test_verify_right_after_a_writer_killed_before_the_snapshot_catches_up_and_says_it_was_harmless(tmp_path):
     repo = _five_transactions(tmp_path)
     child = subprocess.run([sys.executable, "-c", ONE_WRITE, str(repo.claude_dir)], env=child_env("before-snapshot"),
@@ -360,6 +370,7 @@ def test_verify_right_after_a_writer_killed_before_the_snapshot_catches_up_and_s
 # --- long texts on screen ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_megabyte_text_is_cut_for_display_with_a_marker_and_shown_whole_with_full(tmp_path, capsys):
     from playbook.commands.cli import main
 
@@ -398,6 +409,7 @@ OPERATIONS = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=int(os.environ.get("PLAYBOOK_DAMAGE_EXAMPLES", "10")), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(transactions=st.lists(st.lists(OPERATIONS, min_size=1, max_size=3), min_size=1, max_size=6),

@@ -37,8 +37,8 @@ def claude_binary() -> str | None:
 
 
 CLAUDE = claude_binary()
-pytestmark = pytest.mark.skipif(CLAUDE is None and os.environ.get("CI") != "true",
-                                reason="Claude Code is not installed (npm install @anthropic-ai/claude-code)")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(CLAUDE is None and os.environ.get("CI") != "true",
+                                reason="Claude Code is not installed (npm install @anthropic-ai/claude-code)")]
 
 
 def respond(body: dict) -> Reply:

@@ -32,8 +32,8 @@ LEARNED = "Run the linter before the tests"
 CURATION = {"reasoning": "The linter caught it first.",
             "operations": [{"type": "ADD", "text": LEARNED, "section": "PATTERNS & APPROACHES"}]}
 
-pytestmark = pytest.mark.skipif(CLAUDE is None and os.environ.get("CI") != "true",
-                                reason="Claude Code is not installed (npm install @anthropic-ai/claude-code)")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(CLAUDE is None and os.environ.get("CI") != "true",
+                                reason="Claude Code is not installed (npm install @anthropic-ai/claude-code)")]
 
 
 def _tool_results(body: dict) -> list[str]:

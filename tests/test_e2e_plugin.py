@@ -29,8 +29,8 @@ MARKETPLACE = json.loads((ROOT / ".claude-plugin" / "marketplace.json").read_tex
 PLUGIN = f"{MARKETPLACE['plugins'][0]['name']}@{MARKETPLACE['name']}"
 UV = shutil.which("uv") or shutil.which("uv", path=os.path.dirname(sys.executable))
 
-pytestmark = pytest.mark.skipif((CLAUDE is None or UV is None) and os.environ.get("CI") != "true",
-                                reason="needs Claude Code (npm install @anthropic-ai/claude-code) and uv")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif((CLAUDE is None or UV is None) and os.environ.get("CI") != "true",
+                                reason="needs Claude Code (npm install @anthropic-ai/claude-code) and uv")]
 
 
 def tool_path(tmp_path: Path) -> str:

@@ -25,8 +25,8 @@ from tests.test_e2e_plugin import PLUGIN, UV, network_env, tool_path, transcript
 from tests.test_hooks_isolation import tracked_copy
 from tests.test_learning_cli import store_login
 
-pytestmark = pytest.mark.skipif((CLAUDE is None or UV is None) and os.environ.get("CI") != "true",
-                                reason="needs Claude Code (npm install @anthropic-ai/claude-code) and uv")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif((CLAUDE is None or UV is None) and os.environ.get("CI") != "true",
+                                reason="needs Claude Code (npm install @anthropic-ai/claude-code) and uv")]
 
 LEARNER_PROMPTS = ("You are the reflector", "You are the curator")
 

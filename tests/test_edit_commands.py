@@ -53,6 +53,7 @@ def learn(repo: PlaybookRepository, session: str, operations: list[dict]) -> str
     return committed.commit.tx
 
 
+@pytest.mark.slow
 def test_add_edit_rm_are_the_users_transactions_with_the_curators_events(repo, capsys, monkeypatch):
     monkeypatch.setenv("CLAUDE_CODE_SESSION_ID", "5e55-1011")
     code, out, err = run(capsys, "add", "Use uv, not pip", "--section", "patterns")
@@ -99,6 +100,7 @@ def test_bad_ids_sections_and_texts_are_one_line_and_record_nothing(repo, capsys
     assert repo.log_path.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_a_bad_id_from_a_real_process_is_one_line_without_a_traceback(project):
     result = subprocess.run([sys.executable, "-I", "-m", "playbook", "--project", str(project), "rm", "nope-1"],
                             capture_output=True, text=True, timeout=60)
@@ -106,6 +108,7 @@ def test_a_bad_id_from_a_real_process_is_one_line_without_a_traceback(project):
     assert result.stderr == "playbook: no key point nope-1 in the playbook (playbook show lists them)\n"
 
 
+@pytest.mark.slow
 def test_undo_previews_then_reverts_the_last_learning_cycle_and_then_the_one_before(repo, capsys):
     first = learn(repo, "s-1", [{"type": "ADD", "section": "PATTERNS & APPROACHES", "text": "Run the tests first"}])
     second = learn(repo, "s-2", [{"type": "ADD", "section": "MISTAKES TO AVOID", "text": "Never push on Friday"},

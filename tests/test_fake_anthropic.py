@@ -145,6 +145,7 @@ def test_garbage_body_and_failing_responder():
         assert post(api.url, "/v1/messages/count_tokens", body())[0] == 200  # still serving
 
 
+@pytest.mark.slow
 def test_delay_is_honoured():
     with FakeAnthropic(lambda b: Reply(text="late", delay=0.3)) as api:
         started = time.monotonic()
@@ -152,6 +153,7 @@ def test_delay_is_honoured():
     assert status == 200 and time.monotonic() - started >= 0.3
 
 
+@pytest.mark.slow
 def test_client_disconnects_do_not_kill_the_server():
     with FakeAnthropic(lambda b: Reply(text="x" * 10_000, delay=0.2)) as api:
         host, port = urlsplit(api.url).hostname, urlsplit(api.url).port
@@ -248,6 +250,7 @@ def test_sdk_non_streaming(anthropic_sdk):
     assert "You are a test." in request_texts(request) and "Hello" in request_texts(request.body)
 
 
+@pytest.mark.slow
 def test_sdk_streaming(anthropic_sdk):
     with FakeAnthropic(lambda b: reply_text("Streamed answer, in pieces [mis-002]")) as api:
         with client_for(anthropic_sdk, api).messages.stream(
@@ -273,6 +276,7 @@ def test_sdk_streaming_tool_use(anthropic_sdk):
     assert final.stop_reason == "tool_use"
 
 
+@pytest.mark.slow
 def test_sdk_beta_endpoint_and_count_tokens(anthropic_sdk):
     with FakeAnthropic(lambda b: reply_text("beta ok")) as api:
         client = client_for(anthropic_sdk, api)
@@ -293,6 +297,7 @@ def test_sdk_sees_errors(anthropic_sdk):
     assert caught.value.body["error"]["message"] == "too many"
 
 
+@pytest.mark.slow
 def test_sdk_retries_overloaded_then_succeeds(anthropic_sdk):
     answers = iter([reply_error(529, retry_after=0, message="Overloaded"), reply_text("second time lucky")])
     with FakeAnthropic(lambda b: next(answers)) as api:
@@ -303,6 +308,7 @@ def test_sdk_retries_overloaded_then_succeeds(anthropic_sdk):
     assert message.content[0].text == "second time lucky"
 
 
+@pytest.mark.slow
 def test_sdk_timeout_on_delay_leaves_the_server_serving(anthropic_sdk):
     replies = iter([Reply(text="too late", delay=1.0), reply_text("on time")])
     with FakeAnthropic(lambda b: next(replies)) as api:

@@ -56,6 +56,7 @@ def test_a_seq_past_the_end_of_the_log_is_an_error(run, repo):
     assert run("at", "2").code == 0
 
 
+@pytest.mark.slow
 def test_a_project_that_does_not_exist_is_a_one_line_error(tmp_path):
     for argv in (["--project", "/does/not/exist", "show"], ["show", "--project", "/does/not/exist"],
                  ["--project", str(tmp_path / "file"), "log"]):
@@ -96,6 +97,7 @@ def _write(path: Path, data) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_importing_a_file_already_in_the_playbook_adds_nothing_and_says_so(run, repo, tmp_path):
     file = _write(tmp_path / "old.json", {"version": "1.0", "sections": {
         "PATTERNS & APPROACHES": [{"name": "pat-001", "text": "Use pathlib", "helpful": 2, "harmful": 0}],

@@ -178,6 +178,7 @@ def test_every_event_type_folds_the_same_through_views_and_through_records(tmp_p
     assert (state.usage["pref-001"].injected, state.usage["pref-001"].cited, state.usage["pref-001"].stale) == (1, 1, True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chunk_size", [64, 300, 4096, 1 << 20])
 def test_any_chunk_size_and_any_stop_offset_folds_like_the_strict_reader(tmp_path, monkeypatch, chunk_size):
     path = tmp_path / "log.jsonl"
@@ -204,6 +205,7 @@ def test_folding_in_steps_from_positions_gives_the_whole_fold(tmp_path, monkeypa
     assert (state, position, torn) == whole
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chunk_size", [48, 1 << 20])
 def test_a_cut_at_every_byte_offset_folds_the_whole_transactions_before_it(tmp_path, monkeypatch, chunk_size):
     path = tmp_path / "log.jsonl"

@@ -11,7 +11,7 @@ import pytest
 from playbook.commands.share import BEGIN, driver_command, share, unshare
 from tests.gittools import HAS_GIT, LOG, Git, assert_clean, commits, git_env, learn, learned, playbook
 
-pytestmark = pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not HAS_GIT, reason="git is not installed")]
 
 PAT = "PATTERNS & APPROACHES"
 

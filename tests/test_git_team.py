@@ -26,7 +26,7 @@ from projections.snapshot import playbook_dict
 from playbook.commands.share import share
 from tests.gittools import HAS_GIT, LOG, Git, assert_clean, commits, git_env, learn, learned, playbook
 
-pytestmark = pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not HAS_GIT, reason="git is not installed")]
 
 EXAMPLES = int(os.environ.get("PLAYBOOK_GIT_EXAMPLES", "3"))
 SECTIONS = ("PATTERNS & APPROACHES", "MISTAKES TO AVOID", "PROJECT CONTEXT")

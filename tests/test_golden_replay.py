@@ -168,6 +168,7 @@ def _replay(project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captu
     }
 
 
+@pytest.mark.slow
 def test_a_fixed_command_sequence_gives_the_same_log_snapshot_and_output(tmp_path, monkeypatch, capsys):
     for name in list(os.environ):
         if name.startswith(("ANTHROPIC_", "AGENTIC_CONTEXT_", "PLAYBOOK_")):

@@ -27,6 +27,7 @@ def broken_python(tmp_path_factory: pytest.TempPathFactory) -> str:
     return python
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("event", ["SessionEnd", "PreCompact", "SubagentStop"])
 def test_hook_in_a_broken_environment_says_one_line(broken_python: str, tmp_path: Path, event: str) -> None:
     env = {**os.environ, "PLAYBOOK_PYTHON": broken_python, "CLAUDE_PROJECT_DIR": str(tmp_path)}

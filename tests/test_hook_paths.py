@@ -99,6 +99,7 @@ def _hook(project: Path, *command: str, stdin: bytes) -> subprocess.CompletedPro
     return subprocess.run(list(command), input=stdin, capture_output=True, env=env, cwd=project, timeout=60)
 
 
+@pytest.mark.slow
 def test_a_claude_directory_linked_out_of_the_project_is_neither_read_nor_written(tmp_path: Path) -> None:
     project, other, before = _linked_out(tmp_path)
     config = project.parent / "home" / ".claude" / "projects"
@@ -146,6 +147,7 @@ def _limited() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (3 << 29, 3 << 29))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("event", ["SessionStart", "UserPromptSubmit", "SessionEnd"])
 @pytest.mark.parametrize("target", ["/dev/zero", "fifo", "deep"])
 def test_a_settings_file_that_is_a_device_a_fifo_or_too_deep_is_ignored(tmp_path: Path, event: str,
@@ -208,6 +210,7 @@ def _run_hook(event: str, project: Path, env: dict[str, str], stdin: bytes) -> s
                           timeout=20, preexec_fn=_limited)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["playbook.json", "playbook.events.jsonl"])
 @pytest.mark.parametrize("event", ["SessionStart", "SessionEnd"])
 def test_a_users_file_behind_a_playbook_link_is_never_copied_into_the_project(tmp_path: Path, name: str,
@@ -232,6 +235,7 @@ def test_a_users_file_behind_a_playbook_link_is_never_copied_into_the_project(tm
     assert secret.read_text() == '{"auths": {"registry.example": {"auth": "dXNlcjpodW50ZXIy"}}}\n'
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["playbook.hook.json", "playbook.recall.json"])
 @pytest.mark.parametrize("target", ["/dev/zero", "fifo"])
 @pytest.mark.parametrize("event", ["SessionStart", "UserPromptSubmit"])
@@ -250,6 +254,7 @@ def test_a_projection_linked_to_a_device_or_fifo_beside_a_log_neither_hangs_nor_
         assert done.stdout == b"", done
 
 
+@pytest.mark.slow
 def test_a_projection_grown_far_past_what_a_session_takes_is_not_read_whole(tmp_path: Path) -> None:
     """A current header over gigabytes (here sparse): the fast path leaves it to the full hook, which
     writes the projection again and injects what the log holds."""
@@ -278,6 +283,7 @@ def test_a_checkpoint_directory_linked_out_of_the_project_is_refused(tmp_path: P
     assert list((home / "work").iterdir()) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["/dev/zero", "fifo"])
 def test_a_gitattributes_linked_to_a_device_or_fifo_neither_hangs_nor_fills_a_learning_hook(tmp_path: Path,
                                                                                              target: str) -> None:
@@ -296,6 +302,7 @@ def test_a_gitattributes_linked_to_a_device_or_fifo_neither_hangs_nor_fills_a_le
     assert '"LearningRequested"' in requested
 
 
+@pytest.mark.slow
 def test_a_learning_hook_writes_no_git_hook_through_a_link_out_of_the_repository(tmp_path: Path) -> None:
     """A directory that is not a clone (an archive, a shared folder) brings its own `.git`: a git hook there
     that links to a script of the user's is left as it is when a learning hook registers the merge driver."""
@@ -320,6 +327,7 @@ def test_a_learning_hook_writes_no_git_hook_through_a_link_out_of_the_repository
     assert b"merge-driver" in config.stdout  # the driver itself is registered
 
 
+@pytest.mark.slow
 def test_a_projection_log_and_playbook_linked_to_another_projects_are_never_injected(tmp_path: Path) -> None:
     """A repository can carry `.claude` as a directory whose playbook files link to another project's: the
     fast path refuses them as the full hook does, and nothing of that playbook reaches the session."""

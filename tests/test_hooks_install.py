@@ -53,6 +53,7 @@ def seed(project: Path, *texts: str) -> PlaybookRepository:
     return repo
 
 
+@pytest.mark.slow
 def test_session_start_prints_the_playbook_as_additional_context(project):
     seed(project, "use pathlib")
     for source in ("startup", "clear", "compact", "resume"):
@@ -69,6 +70,7 @@ def test_session_start_with_an_empty_playbook_prints_nothing(project):
     assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
 
 
+@pytest.mark.slow
 def test_session_start_takes_in_a_hand_edit_before_injecting(project):
     repo = seed(project, "original")
     data = json.loads(repo.snapshot_path.read_text())
@@ -86,6 +88,7 @@ def test_the_python_hook_entry_point_injects_too(project):
     assert "use pathlib" in json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stdin", [b"", b"not json", b"[1, 2]", b'"a string"', b"\xff\xfe\x00", b"{" * 100_000,
                                    b" " * (2 << 20)])
 @pytest.mark.parametrize("event", ["SessionStart", "SessionEnd", "PreCompact", "SubagentStop"])
@@ -97,6 +100,7 @@ def test_bad_stdin_gives_one_line_on_stderr_and_exit_0(project, event, stdin):
     assert result.stderr.count(b"\n") <= 1 and (result.stderr.startswith(b"playbook:") or event == "SessionStart")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("payload", [
     {"hook_event_name": "PreCompact", "transcript_path": "/nonexistent/t.jsonl", "session_id": "s"},
     {"hook_event_name": "PreCompact", "transcript_path": "/", "session_id": "s"},
@@ -109,6 +113,7 @@ def test_a_missing_transcript_is_one_clear_line_and_nothing_is_recorded(project,
     assert not (project / ".claude" / "playbook.events.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_session_end_is_on_by_default_and_records_nothing_when_switched_off(project, home):
     transcript = claude_transcript(home)
     transcript.write_text('{"type":"user","message":{"role":"user","content":"hi"}}\n')
@@ -152,6 +157,7 @@ def test_install_merges_idempotently_and_uninstall_removes_exactly_ours(tmp_path
                                                       "Stop": [{"hooks": [theirs]}]}}
 
 
+@pytest.mark.slow
 def test_install_refuses_to_touch_a_broken_settings_file(tmp_path):
     path = tmp_path / "settings.json"
     path.write_text("{ not json")
@@ -167,6 +173,7 @@ def test_install_refuses_to_touch_a_broken_settings_file(tmp_path):
     assert (project / ".claude" / "settings.json").read_text() == "[1]"
 
 
+@pytest.mark.slow
 def test_cli_install_and_uninstall_in_a_project(tmp_path):
     env = {**os.environ, "HOME": str(tmp_path / "home")}
     project = tmp_path / "p"
@@ -182,6 +189,7 @@ def test_cli_install_and_uninstall_in_a_project(tmp_path):
     assert not (project / ".claude" / "settings.json").exists()  # install created it: nothing is left behind
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("event", ["SessionStart", "SessionEnd", "PreCompact", "SubagentStop"])
 def test_an_unwritable_project_gives_one_line_and_exit_0(tmp_path, home, event):
     project = tmp_path / "p"

@@ -22,6 +22,8 @@ from eventlog.events import Cause
 from playbook.wiring.install import HOOK_EVENTS, hook_command, install, settings_path, uninstall
 from projections.repository import PlaybookRepository
 
+pytestmark = pytest.mark.slow  # starts processes, a browser or Claude Code, or runs a campaign
+
 ROOT = Path(__file__).resolve().parent.parent
 HIJACKED_NAMES = ("playbook", "eventlog", "projections", "prompts", "msgspec", "anthropic", "sitecustomize",
                   "usercustomize")

@@ -162,6 +162,7 @@ def _hook_commands() -> list[tuple[str, str]]:
     return commands
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("event", "command"), _hook_commands(),
                          ids=["SessionStart-installed", *(f"{e}-module" for e in EVENTS)])
 def test_bad_hook_stdin_is_one_clean_line_exit_0_and_records_nothing(tmp_path, event, command):
@@ -244,6 +245,7 @@ _paths = st.sampled_from(["", "/", ".", "..", "/etc/passwd", "t.jsonl", "~/.clau
                           "CONFIG/projects", "CONFIG\n/evil", "\x1b[2J"]) | st.text(max_size=40)
 
 
+@pytest.mark.slow
 @settings(COMMON, max_examples=60)
 @given(payload=st.dictionaries(st.sampled_from(_FIELD_NAMES) | st.text(max_size=10), _json_values | _paths,
                                max_size=8),
@@ -404,6 +406,7 @@ def test_an_unusable_transcript_inside_is_one_clear_line(sandbox, event, kind):
     assert out == b"" and requested(project) == [] and spawned == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("event", LEARNING_EVENTS)
 def test_refused_transcripts_as_real_processes(tmp_path, event):
     project, home = tmp_path / "proj", tmp_path / "home"
@@ -437,6 +440,7 @@ def test_read_transcript_refuses_what_is_not_a_regular_file_without_blocking(tmp
         read_transcript(path)
 
 
+@pytest.mark.slow
 def test_the_learner_skips_a_transcript_that_became_unusable(learning_project, tmp_path, monkeypatch):
     """Between the hook and the learner the file can go away or be replaced: a recorded skip, no hang."""
     project = learning_project
@@ -483,6 +487,7 @@ def test_the_junk_fixture_keeps_every_good_message():
     ]
 
 
+@pytest.mark.slow
 def test_giant_deep_binary_and_surrogate_lines_are_skipped_and_counted(tmp_path):
     path = tmp_path / "t.jsonl"
     with open(path, "wb") as handle:
@@ -515,6 +520,7 @@ _good_texts = st.text(min_size=1, max_size=40).filter(
     lambda t: t.strip() and not t.lstrip().startswith("<")).map(lambda t: t + "\x1b[0m")
 
 
+@pytest.mark.slow
 @settings(COMMON, max_examples=60)
 @given(items=st.lists(st.one_of(_junk_lines.map(lambda b: ("junk", b)),
                                 st.tuples(st.sampled_from(["user", "assistant"]), _good_texts)), max_size=25))
@@ -634,6 +640,7 @@ FAILING_REPLIES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(FAILING_REPLIES))
 def test_an_unusable_reply_is_a_recorded_failure_and_changes_nothing(learning_project, tmp_path, monkeypatch,
                                                                      capfd, case):
@@ -654,6 +661,7 @@ def test_an_unusable_reply_is_a_recorded_failure_and_changes_nothing(learning_pr
     assert_secret_nowhere(project, captured.out, captured.err)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["elsewhere", "link out", "dot-dot", "sibling prefix"])
 def test_learn_pending_reads_no_transcript_a_shipped_log_names_outside_claude_codes_directory(tmp_path, where):
     """A log the repository carries can hold any `LearningRequested`: `playbook learn --pending`, as the hooks
@@ -694,6 +702,7 @@ def test_learn_pending_reads_no_transcript_a_shipped_log_names_outside_claude_co
     assert b"PRIVATE-4f1e" not in log_bytes(project)
 
 
+@pytest.mark.slow
 def test_the_learner_process_survives_a_reply_that_is_not_a_message(learning_project, tmp_path):
     """As the hooks start it: `playbook learn --pending` in its own process, exit 0, no traceback, and a
     later request is not blocked behind the poisoned one."""
@@ -722,6 +731,7 @@ def skips(events: list, kind: str) -> list[tuple[int | None, str]]:
     return [(e.index, e.reason) for e in events if isinstance(e, OperationSkipped) and e.kind == kind]
 
 
+@pytest.mark.slow
 def test_deep_but_parseable_replies_are_skipped_item_by_item(learning_project, tmp_path, monkeypatch):
     project = learning_project
     before = entries(project)
@@ -740,6 +750,7 @@ def test_deep_but_parseable_replies_are_skipped_item_by_item(learning_project, t
     assert any(isinstance(e, LearningCompleted) for e in events)
 
 
+@pytest.mark.slow
 def test_hundreds_of_operations_apply_ten_and_record_the_rest(learning_project, tmp_path, monkeypatch):
     project = learning_project
     operations = [{"type": "ADD", "text": f"point {i}", "section": "USER PREFERENCES"} for i in range(300)]
@@ -754,6 +765,7 @@ def test_hundreds_of_operations_apply_ten_and_record_the_rest(learning_project, 
     assert len(entries(project)) == 12
 
 
+@pytest.mark.slow
 def test_ids_that_do_not_exist_are_skipped_and_recorded(learning_project, tmp_path, monkeypatch):
     project = learning_project
     before = entries(project)
@@ -776,6 +788,7 @@ def test_ids_that_do_not_exist_are_skipped_and_recorded(learning_project, tmp_pa
     assert entries(project) == before
 
 
+@pytest.mark.slow
 def test_megabyte_texts_are_cut_and_the_cut_is_recorded(learning_project, tmp_path, monkeypatch):
     project = learning_project
     big = "long " * 400_000  # 2 MB
@@ -800,6 +813,7 @@ def test_megabyte_texts_are_cut_and_the_cut_is_recorded(learning_project, tmp_pa
 HOSTILE_TEXT = "\x1b[2J\x1b[31mred\x07bell\r\nnew line\x00nul\u202eevil\u2028sep\x9b31m\x08"
 
 
+@pytest.mark.slow
 def test_terminal_escapes_are_stored_as_data_and_never_printed_raw(learning_project, tmp_path, monkeypatch):
     project = learning_project
     reflector = {"analysis": f"analysis {HOSTILE_TEXT}", "bullet_tags": [
@@ -857,6 +871,7 @@ def strings(value: object) -> set[str]:
     return set()
 
 
+@pytest.mark.slow
 def test_a_key_the_model_quotes_back_is_redacted_before_it_is_recorded(learning_project, tmp_path, monkeypatch,
                                                                       capfd):
     """A transcript can hold the key (`export ANTHROPIC_API_KEY=...`); a model that quotes it must not
@@ -888,6 +903,7 @@ _ops_strategy = st.lists(st.one_of(
 ), max_size=14) | _json_values
 
 
+@pytest.mark.slow
 @settings(COMMON, max_examples=15)
 @given(operations=_ops_strategy, tags=_json_values)
 def test_operations_of_every_wrong_type_through_the_cycle(learning_sandbox, operations, tags):
@@ -1137,6 +1153,7 @@ def test_counters_of_every_wrong_kind_are_imported_and_the_rejection_recorded(le
     assert original == data["sections"]["PATTERNS & APPROACHES"][0]  # the entry as it was in the file
 
 
+@pytest.mark.slow
 def test_ten_thousand_entries_import_in_time(legacy_project):
     data = {"key_points": [{"name": "kpt_001" if i % 3 == 0 else i, "text": f"point {i}", "helpful": i % 5}
                            for i in range(10_000)]}
@@ -1195,6 +1212,7 @@ _playbookish = st.fixed_dictionaries({}, optional={
 })
 
 
+@pytest.mark.slow
 @settings(COMMON, max_examples=300)
 @given(data=_playbookish | _json_values)
 def test_normalize_playbook_never_raises_and_names_are_unique(data):
@@ -1206,6 +1224,7 @@ def test_normalize_playbook_never_raises_and_names_are_unique(data):
     msgspec.json.encode(normalized)  # what is recorded can be written to the log
 
 
+@pytest.mark.slow
 @settings(COMMON, max_examples=40)
 @given(data=_playbookish | _json_values)
 def test_load_playbook_takes_in_arbitrary_json(legacy_root, data):
@@ -1234,6 +1253,7 @@ def future_project(tmp_path, monkeypatch) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_a_newer_versions_log_survives_load_save_and_verify(future_project):
     log = future_project / ".claude" / "playbook.events.jsonl"
     original = log.read_bytes()
@@ -1256,6 +1276,7 @@ def test_a_newer_versions_log_survives_load_save_and_verify(future_project):
     assert log.read_bytes().startswith(original)
 
 
+@pytest.mark.slow
 def test_a_newer_versions_log_takes_a_learning_cycle(future_project, tmp_path, monkeypatch):
     log = future_project / ".claude" / "playbook.events.jsonl"
     original = log.read_bytes()

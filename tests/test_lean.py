@@ -155,6 +155,7 @@ def test_stale_key_points_come_last_and_citations_count_as_track_record():
 # --- the hook and the command ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_hook_prints_exactly_what_show_injected_prints(project):
     seeded(project, playbook_data(300))
     hook = run_inject(project)
@@ -172,6 +173,7 @@ def test_the_hook_prints_exactly_what_show_injected_prints(project):
     assert f"({len(names)} more key points left out" in context
 
 
+@pytest.mark.slow
 def test_a_new_budget_in_the_settings_takes_effect_at_the_next_session_start(project, home):
     seeded(project, playbook_data(300))
     before = json.loads(run_inject(project).stdout)["hookSpecificOutput"]["additionalContext"]
@@ -186,6 +188,7 @@ def test_a_new_budget_in_the_settings_takes_effect_at_the_next_session_start(pro
     assert cli(project, "show", "--injected").stdout == after  # the projection follows the settings again
 
 
+@pytest.mark.slow
 def test_the_projected_output_is_served_without_the_slow_path(project):
     seeded(project, playbook_data(300))
     run_inject(project)
@@ -197,6 +200,7 @@ def test_the_projected_output_is_served_without_the_slow_path(project):
     assert b"LESSON" in run_inject(project).stdout
 
 
+@pytest.mark.slow
 def test_show_injected_and_left_out_refuse_at_and_each_other(project):
     seeded(project, playbook_data(2))
     for args in (("--injected", "--left-out"), ("--injected", "--at", "1")):

@@ -84,6 +84,7 @@ def assert_no_secret(project: Path) -> None:
             assert SECRET.encode() not in path.read_bytes(), path
 
 
+@pytest.mark.slow
 def test_a_cycle_is_one_transaction_with_everything_the_models_said(project, transcript, monkeypatch):
     with FakeAnthropic(models()) as api:
         use(api, monkeypatch)
@@ -108,6 +109,7 @@ def test_a_cycle_is_one_transaction_with_everything_the_models_said(project, tra
     assert_no_secret(project)
 
 
+@pytest.mark.slow
 def test_a_transcript_processed_twice_counts_its_turns_once(project, transcript, monkeypatch):
     with FakeAnthropic(models()) as api:
         use(api, monkeypatch)
@@ -120,6 +122,7 @@ def test_a_transcript_processed_twice_counts_its_turns_once(project, transcript,
     assert texts(project)["pat-001"][1] == 1
 
 
+@pytest.mark.slow
 def test_only_the_turns_added_since_the_last_cycle_are_learned(project, transcript, monkeypatch):
     with FakeAnthropic(models()) as api:
         use(api, monkeypatch)
@@ -134,6 +137,7 @@ def test_only_the_turns_added_since_the_last_cycle_are_learned(project, transcri
     assert texts(project)["pat-001"][1] == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["500_always", "garbage", "slow", "curator_500"])
 def test_a_failing_model_leaves_the_playbook_unchanged_and_records_the_failure(project, transcript, monkeypatch, case):
     monkeypatch.setenv("PLAYBOOK_LEARN_DEADLINE", "1.5")
@@ -184,6 +188,7 @@ def test_no_api_key_skips_and_says_so(project, transcript, monkeypatch):
     assert skipped and "no API key" in skipped[0].reason
 
 
+@pytest.mark.slow
 def test_a_killed_learner_leaves_the_request_pending_and_learn_pending_finishes_it(project, transcript, monkeypatch):
     with FakeAnthropic(models(reflector=Reply(text=json.dumps(REFLECTION), delay=30))) as slow:
         env = {**os.environ, "ANTHROPIC_BASE_URL": slow.url, "ANTHROPIC_API_KEY": SECRET}
@@ -202,6 +207,7 @@ def test_a_killed_learner_leaves_the_request_pending_and_learn_pending_finishes_
     assert texts(project)["pat-001"][1] == 1
 
 
+@pytest.mark.slow
 def test_parallel_subagents_finishing_together_all_land(project, tmp_path, monkeypatch):
     # The hooks take transcripts only under Claude Code's configuration directory.
     config_dir = tmp_path / "claude-config"
@@ -237,6 +243,7 @@ def test_parallel_subagents_finishing_together_all_land(project, tmp_path, monke
     assert_no_secret(project)
 
 
+@pytest.mark.slow
 def test_a_reply_with_a_lone_surrogate_lands_with_a_replacement_character(project, transcript, monkeypatch):
     # "\ud83d" alone is valid JSON and a valid Python string, but UTF-8 cannot hold it.
     curation = {"reasoning": "half an emoji \ud83d", "operations": [{"type": "ADD", "text": "emoji \ud83d cut"}]}
@@ -251,6 +258,7 @@ def test_a_reply_with_a_lone_surrogate_lands_with_a_replacement_character(projec
     assert last.commit.reasoning == "half an emoji \ufffd" and last.commit.session == "session-\ufffd"
 
 
+@pytest.mark.slow
 def test_a_reply_that_cannot_be_applied_is_recorded_as_failed_and_waits_for_its_retry(project, transcript, monkeypatch):
     import playbook.learner.learn
 

@@ -20,8 +20,8 @@ from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, request_texts
 from tests.test_e2e_claude_code import CLAUDE, CURATION, REFLECTION, respond
 
-pytestmark = pytest.mark.skipif(CLAUDE is None and os.environ.get("CI") != "true",
-                                reason="Claude Code is not installed (npm install @anthropic-ai/claude-code)")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(CLAUDE is None and os.environ.get("CI") != "true",
+                                reason="Claude Code is not installed (npm install @anthropic-ai/claude-code)")]
 
 
 def store_login(config: Path) -> None:

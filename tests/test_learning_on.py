@@ -19,6 +19,8 @@ from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, reply_error, reply_text, request_texts
 from tests.test_hooks_install import run_hook_command
 
+pytestmark = pytest.mark.slow  # starts processes, a browser or Claude Code, or runs a campaign
+
 ROOT = Path(__file__).resolve().parent.parent
 INJECT = ROOT / "playbook" / "quick" / "inject.py"
 REFLECTION = {"analysis": "fine", "bullet_tags": []}

@@ -15,6 +15,8 @@ from eventlog.events import Cause, KeyPointAdded, KeyPointsMerged, KeyPointUpdat
 from eventlog.evolve import fold
 from projections.repository import PlaybookRepository
 
+pytestmark = pytest.mark.slow  # starts processes, a browser or Claude Code, or runs a campaign
+
 
 def test_a_text_longer_than_the_limit_is_cut_and_the_cut_is_recorded():
     huge = "x" * (MAX_TEXT_LENGTH * 3)

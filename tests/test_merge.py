@@ -275,6 +275,7 @@ def test_a_transaction_the_other_side_dropped_is_undone_or_refused(branches):
         merge_logs(branches.ours.store.path, branches.theirs.store.path, branches.ancestor)
 
 
+@pytest.mark.slow
 def test_playbook_merge_takes_in_another_machines_log(branches):
     learn(branches.ours, add("Prefer small commits"), ratings=[rate("pat-001")])
     learn(branches.theirs, add("Mock the network"), ratings=[rate("pat-001")])

@@ -51,6 +51,7 @@ def test_SCN_CUR_010_01_curator_produces_reasoning_and_operations(api_env):
     assert "Error handling advice was ignored" in prompt and "[pat-001] helpful=2 harmful=1" in prompt
 
 
+@pytest.mark.slow
 def test_SCN_CUR_010_02_curator_api_error_returns_empty_result(api_env):
     with FakeAnthropic(lambda body: reply_error(500)) as api:
         api_env(api)
@@ -110,6 +111,7 @@ def test_other_4xx_fail_at_once(api_env):
         assert len(api.message_requests()) == 1
 
 
+@pytest.mark.slow
 def test_prose_around_json_is_accepted_and_garbage_is_an_error(api_env):
     prose = "Here you go:\n" + json.dumps(REFLECTION) + "\nHope that helps."
     with FakeAnthropic(scripted(reply_text(prose), reply_text("}{ not json at all"))) as api:
@@ -134,6 +136,7 @@ def test_model_and_credentials_follow_the_documented_precedence():
     assert "k1" not in repr(config) and "k1" not in str(config)
 
 
+@pytest.mark.slow
 def test_the_injection_path_never_imports_anthropic():
     code = ("import sys, playbook, playbook.wiring.hooks, playbook.quick.inject, playbook.api, projections.injection;"
             "print('anthropic' in sys.modules)")
@@ -141,6 +144,7 @@ def test_the_injection_path_never_imports_anthropic():
     assert result.stdout.strip() == "False"
 
 
+@pytest.mark.slow
 def test_the_learning_hooks_import_neither_anthropic_nor_asyncio():
     # A SessionEnd hook records the request and starts the learner: Claude Code waits for it,
     # so it must not pay for the model client or the event loop the learner alone needs.

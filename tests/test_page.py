@@ -44,8 +44,8 @@ from selenium.webdriver.chrome.options import Options  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 
-pytestmark = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER),
-                                reason="chromium and chromedriver are not installed (apt-get install chromium chromium-driver)")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER),
+                                reason="chromium and chromedriver are not installed (apt-get install chromium chromium-driver)")]
 SMALL_CHUNKS = 12
 """Events per chunk in these tests: the history spans several chunks, so keyframes and paging are exercised."""
 

@@ -81,6 +81,7 @@ def same(data: PageData, reference: PageData) -> None:
     assert data.chunks == reference.chunks
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chunk_size", [64, 700, 1 << 20])
 @pytest.mark.parametrize("chunk_events", [1, 12, 20_000])
 def test_page_data_read_as_the_fold_reads_equals_the_strict_pass(every_cause, monkeypatch, chunk_size, chunk_events):
@@ -157,6 +158,7 @@ def test_logs_of_every_format_give_the_strict_pass_page_data(log, monkeypatch, c
     same(build(log, chunk_events=5), reference)
 
 
+@pytest.mark.slow
 def test_a_long_log_of_ratings_gives_the_strict_pass_page_data(tmp_path):
     """Long stretches of rating-only transactions across chunks, summary samples thinned several times, merges
     and new entries between them."""

@@ -20,6 +20,8 @@ from eventlog.decide import ApplyOperations
 from eventlog.events import Cause
 from projections.repository import PlaybookRepository
 
+pytestmark = pytest.mark.slow  # starts processes, a browser or Claude Code, or runs a campaign
+
 ROOT = Path(__file__).resolve().parent.parent
 PLUGIN_HOOK = ROOT / "hooks" / "playbook-hook"
 UV = shutil.which("uv") or shutil.which("uv", path=os.path.dirname(sys.executable))

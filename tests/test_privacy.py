@@ -86,6 +86,7 @@ def _requests(project: Path) -> list:
             if type(e).__name__ == "LearningRequested"]
 
 
+@pytest.mark.slow
 def test_a_transcript_never_to_learn_from_is_not_even_requested(tmp_path, home):
     project = tmp_path / "proj"
     secret_dir = home / ".claude" / "projects" / "-proj"
@@ -116,6 +117,7 @@ def test_a_pending_request_for_an_excluded_transcript_is_skipped_with_the_patter
     assert len(skipped) == 1 and "playbook_never_learn" in skipped[0].reason
 
 
+@pytest.mark.slow
 def test_a_projects_settings_cannot_clear_the_users_never_learn(tmp_path, home):
     """The user's `playbook_never_learn` holds whatever the repository's own settings file says: a
     repository that carries `"playbook_never_learn": []` still has its sessions left unlearned."""

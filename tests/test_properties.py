@@ -39,6 +39,9 @@ from eventlog.store import LogReader, Position, fold_log
 from playbook.api import apply_structured_operations, load_playbook, prune_harmful, update_playbook_data
 from projections.repository import LOG_NAME, SNAPSHOT_NAME, PlaybookRepository
 from projections.snapshot import render
+import pytest
+
+pytestmark = pytest.mark.slow  # starts processes, a browser or Claude Code, or runs a campaign
 
 CANON = list(SECTION_SLUGS)
 ENTRY_KEYS = {"name", "text", "helpful", "harmful"}

@@ -76,6 +76,7 @@ def requested(project: Path) -> int:
     return log.read_bytes().count(b'"LearningRequested"') if log.exists() else 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("switch", "event", "extra"), [
     ("playbook_update_on_exit", "SessionEnd", {"reason": "prompt_input_exit"}),
     ("playbook_update_on_clear", "SessionEnd", {"reason": "clear"}),
@@ -111,6 +112,7 @@ def _learn_once(project: Path, monkeypatch) -> list[str]:
         return [o.status for o in learn_pending(project)]
 
 
+@pytest.mark.slow
 def test_a_project_cannot_turn_review_off_and_preferences_wait_for_it(project, monkeypatch):
     """The user's review holds in a project that says false, and the USER PREFERENCES the curator adds
     wait for it too instead of going to the user-level playbook, which every project injects."""
@@ -123,6 +125,7 @@ def test_a_project_cannot_turn_review_off_and_preferences_wait_for_it(project, m
         "Answer in one short paragraph", "Build with make, never by hand"]
 
 
+@pytest.mark.slow
 def test_a_project_cannot_send_preferences_to_the_user_level_playbook_the_user_keeps_per_project(project, monkeypatch):
     settings(project, {"playbook_preferences_per_project": True}, {"playbook_preferences_per_project": False})
     assert _learn_once(project, monkeypatch) == ["completed"]
@@ -207,6 +210,7 @@ def _wipe_cycle(project: Path, monkeypatch, name: str) -> list:
         return learn_pending(project)
 
 
+@pytest.mark.slow
 def test_a_project_cannot_loosen_the_collapse_guard_of_a_learning_cycle(project, monkeypatch):
     """A repository that allows a reply to delete everything still has the reply held under the user's
     guard; the user's own looser choice is the user's to make."""

@@ -72,6 +72,7 @@ def playbook_without_log_block(path: Path) -> dict:
     return data
 
 
+@pytest.mark.slow
 def test_purge_match_rewrites_only_those_lines_records_it_and_every_command_works_after(project, capsys):
     repo = build(project)
     claude = repo.claude_dir
@@ -120,6 +121,7 @@ def test_purge_match_rewrites_only_those_lines_records_it_and_every_command_work
     assert verify(repo).ok and cli(project, capsys, "verify", "--anchor")[0] == 0
 
 
+@pytest.mark.slow
 def test_purge_secrets_uses_the_detector_and_keep_original_keeps_the_old_log(project, capsys, tmp_path):
     repo = build(project)
     old = repo.log_path.read_bytes()
@@ -138,6 +140,7 @@ def test_purge_secrets_uses_the_detector_and_keep_original_keeps_the_old_log(pro
     assert code == 0 and "nothing to purge" in out
 
 
+@pytest.mark.slow
 def test_purge_refuses_bad_input_and_a_log_that_no_longer_extends_its_anchors(project, capsys):
     repo = build(project)
     assert cli(project, capsys, "purge")[0] == 1
@@ -189,6 +192,7 @@ def assert_old_or_new(repo: PlaybookRepository, old: bytes) -> bool:
     return True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", ["purge-before-rename", "purge-after-rename"])
 def test_purge_killed_at_its_fault_points_leaves_the_old_log_or_the_new_one(project, fault):
     repo = big(project)
@@ -204,6 +208,7 @@ def test_purge_killed_at_its_fault_points_leaves_the_old_log_or_the_new_one(proj
     assert verify(repo).ok
 
 
+@pytest.mark.slow
 def test_purge_killed_at_random_moments_leaves_the_old_log_or_the_new_one(project):
     repo = big(project)
     old = repo.log_path.read_bytes()
@@ -238,6 +243,7 @@ for n in range(int(sys.argv[3])):
 '''
 
 
+@pytest.mark.slow
 def test_concurrent_writers_wait_for_the_purge_and_lose_nothing(project):
     repo = big(project)
     count = 15

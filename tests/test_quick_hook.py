@@ -20,6 +20,8 @@ from playbook.quick.quick_hook import _which, can_reach_model, nothing_to_do, sw
 from playbook.wiring.settings import load_settings
 from projections.repository import PlaybookRepository
 
+pytestmark = pytest.mark.slow  # starts processes, a browser or Claude Code, or runs a campaign
+
 LAUNCH = Path(__file__).resolve().parents[1] / "playbook" / "quick" / "launch.py"
 SWITCHES = ("playbook_update_on_exit", "playbook_update_on_clear", "playbook_update_on_subagent_stop",
             "playbook_update_on_precompact")

@@ -91,6 +91,7 @@ def test_an_empty_playbook_reads_the_same(tmp_path):
     assert quick_show.show_lines(snapshot, Style()) == show_lines(PointState(state=state, seq=state.seq), Style())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", [False, True])
 def test_the_launcher_prints_what_the_full_command_prints(tmp_path, module):
     seed(tmp_path)
@@ -106,6 +107,7 @@ def test_the_launcher_prints_what_the_full_command_prints(tmp_path, module):
         assert (done.returncode, done.stdout, done.stderr) == (0, expected, ""), args
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", [False, True])
 @pytest.mark.parametrize("args", [["show"], ["show", "--full"], ["log"]])
 def test_a_closed_stdout_is_as_if_sent_to_the_null_device(tmp_path, module, args):
@@ -220,6 +222,7 @@ def test_show_with_options_neither_keeps_nor_reads_a_text(tmp_path):
         assert quick_show.show(["show", *args, "--project", str(tmp_path)]) is None
 
 
+@pytest.mark.slow
 def test_anything_but_a_current_snapshot_goes_to_the_full_command(tmp_path):
     repo = seed(tmp_path)
     project = str(tmp_path)
@@ -252,6 +255,7 @@ def test_anything_but_a_current_snapshot_goes_to_the_full_command(tmp_path):
     assert quick_show.current_snapshot(project) is not None
 
 
+@pytest.mark.slow
 def test_a_snapshot_lagging_behind_the_log_is_folded_forward_without_the_command_line(tmp_path, monkeypatch, capsys):
     from projections import snapshot
 
@@ -289,6 +293,7 @@ def test_a_snapshot_lagging_behind_the_log_is_folded_forward_without_the_command
     assert "plain ASCII" in full_show(tmp_path)
 
 
+@pytest.mark.slow
 def test_a_playbook_json_ahead_of_the_log_is_said_every_time(tmp_path):
     repo = seed(tmp_path)
     size = repo.log_path.stat().st_size
@@ -318,6 +323,7 @@ def test_a_kept_text_is_never_read_through_a_link_or_a_fifo(tmp_path):
     assert (done.returncode, done.stdout, done.stderr) == (0, expected, "")
 
 
+@pytest.mark.slow
 def test_a_claude_directory_leading_out_of_the_project_is_never_read(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     seed(elsewhere)
@@ -329,6 +335,7 @@ def test_a_claude_directory_leading_out_of_the_project_is_never_read(tmp_path):
     assert done.returncode == 1 and "outside the project" in done.stderr and "plain ascii" not in done.stdout
 
 
+@pytest.mark.slow
 def test_the_launcher_imports_nothing_from_the_directory_it_runs_in(tmp_path):
     seed(tmp_path / "project")
     hostile = tmp_path / "hostile"
@@ -341,6 +348,7 @@ def test_the_launcher_imports_nothing_from_the_directory_it_runs_in(tmp_path):
     assert not list(tmp_path.glob("imported-*"))
 
 
+@pytest.mark.slow
 def test_the_console_script_answers_show_and_every_other_command(tmp_path):
     seed(tmp_path)
     expected = full_show(tmp_path)
@@ -414,6 +422,7 @@ def test_the_kept_text_is_as_private_as_the_playbook_and_leaves_no_temporary_fil
     assert sorted(p.name for p in claude.glob(f".{show_text.SHOW_NAME}.*")) == [fresh.name]
 
 
+@pytest.mark.slow
 def test_a_playbook_file_leading_out_of_the_project_is_never_read(tmp_path):
     """A repository can carry `.claude` as a directory whose log, playbook.json and hook projection are links
     to another project's: show then refuses them as the full command does, and prints nothing of that playbook."""
@@ -432,6 +441,7 @@ def test_a_playbook_file_leading_out_of_the_project_is_never_read(tmp_path):
     assert not kept_path(project).exists()
 
 
+@pytest.mark.slow
 def test_a_log_of_another_history_at_the_same_size_and_time_is_never_shown_from_playbook_json(tmp_path):
     """A log replaced by another of the same size, on the same inode and with the same modification time (a
     checkout of another branch within one tick of a coarse clock, a restore in place): the full command finds
@@ -460,6 +470,7 @@ def test_a_log_of_another_history_at_the_same_size_and_time_is_never_shown_from_
     assert "another history" in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [".claude/playbook.show.txt", ".gitattributes"])
 def test_a_directory_where_show_reads_a_file_is_no_traceback(tmp_path, name):
     """A repository can carry the kept text's name or .gitattributes as a directory: show prints what the full

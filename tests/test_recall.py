@@ -104,6 +104,7 @@ def test_a_prompt_brings_in_the_left_out_key_point_it_is_about(project):
     assert len(text.splitlines()) <= 1 + index.TOP
 
 
+@pytest.mark.slow
 def test_what_the_session_already_has_and_vague_prompts_bring_nothing(project):
     seed(project)
     injected = json.loads(subprocess.run([sys.executable, "-m", "playbook", "--project", str(project), "show",
@@ -133,6 +134,7 @@ def test_recall_off_adds_nothing(project):
     assert "pat-401" in context(prompt(project, "kerberos keytab realm", PLAYBOOK_RECALL="1"))
 
 
+@pytest.mark.slow
 def test_a_stale_index_is_brought_up_to_date_by_the_prompt_that_finds_it(project):
     repo = seed(project)
     path = project / ".claude" / quickroads.RECALL_NAME
@@ -165,6 +167,7 @@ def test_a_damaged_or_hostile_index_never_fails_the_prompt(project, body):
     assert b"Traceback" not in done.stderr and len(done.stderr.splitlines()) <= 1
 
 
+@pytest.mark.slow
 def test_nothing_is_imported_from_the_project_directory(project):
     seed(project)
     marker = project / "hijacked"
@@ -196,6 +199,7 @@ def test_the_hook_reads_hook_input_as_json_does_without_importing_json(payload):
             quickroads.top_level_strings(bad)
 
 
+@pytest.mark.slow
 def test_an_index_log_and_playbook_linked_to_another_projects_are_never_read(project, tmp_path):
     """A repository can carry `.claude` as a directory whose playbook files link to another project's: the
     prompt brings in nothing of that playbook, as the full hook refuses such links as leading out of the project."""

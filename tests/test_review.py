@@ -52,6 +52,7 @@ def _content(state: PlaybookState) -> dict[str, dict[str, tuple[str, int, int]]]
             for section, entries in state.sections.items()}
 
 
+@pytest.mark.slow
 def test_a_review_cycle_rates_but_only_proposes(tmp_path, monkeypatch):
     for name in list(os.environ):
         if name.startswith(("ANTHROPIC_", "AGENTIC_CONTEXT_", "PLAYBOOK_")):
@@ -97,6 +98,7 @@ def _cli(project: Path, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
 
 
+@pytest.mark.slow
 def test_review_command_lists_accepts_edits_rejects_and_refuses(tmp_path):
     repo = _repo(tmp_path)
     project = repo.claude_dir.parent
@@ -317,9 +319,10 @@ class ReviewMachine(RuleBasedStateMachine):
 ReviewMachine.TestCase.settings = settings(max_examples=int(os.environ.get("REVIEW_EXAMPLES", "12")),
                                            stateful_step_count=12, deadline=None,
                                            suppress_health_check=[HealthCheck.too_slow])
-TestReviewMachine = ReviewMachine.TestCase
+TestReviewMachine = pytest.mark.slow(ReviewMachine.TestCase)
 
 
+@pytest.mark.slow
 def test_on_a_terminal_review_walks_through_accept_reject_and_edit(tmp_path):
     import pty
     import select

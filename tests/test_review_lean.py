@@ -15,6 +15,7 @@ from playbook.learner import review
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic
 from tests.test_lean_learning import ROOT, cycle, events_of, models, project, seed  # noqa: F401 (fixture)
+import pytest
 
 
 def _content(repo: PlaybookRepository) -> dict[str, list[tuple[str, str, int, int]]]:
@@ -27,6 +28,7 @@ def _cli(project: Path, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, cwd=ROOT)
 
 
+@pytest.mark.slow
 def test_with_review_a_held_reply_becomes_proposals_and_taking_them_all_is_held_again(
         project, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PLAYBOOK_REVIEW", "1")
@@ -58,6 +60,7 @@ def test_with_review_a_held_reply_becomes_proposals_and_taking_them_all_is_held_
     assert len(repo.state().proposals) == 9
 
 
+@pytest.mark.slow
 def test_a_single_accept_that_would_shrink_the_playbook_too_much_is_held_and_stays_pending(project):
     repo = PlaybookRepository(project / ".claude")
     long = "Keep the release checklist: " + "; ".join(f"step {i} verify the artefact signature" for i in range(30))
@@ -76,6 +79,7 @@ def test_a_single_accept_that_would_shrink_the_playbook_too_much_is_held_and_sta
     assert edited.outcome == "accepted" and repo.state().get("pat-001").text == long[:len(long) * 3 // 4]
 
 
+@pytest.mark.slow
 def test_an_accepted_near_duplicate_is_merged_exactly_as_a_direct_cycle_merges_it(tmp_path, monkeypatch):
     add = {"reasoning": "new lessons", "operations": [
         {"type": "ADD", "section": "MISTAKES TO AVOID", "text": "Lesson 2: check the cache module number 2 before releasing"},
@@ -106,6 +110,7 @@ def test_an_accepted_near_duplicate_is_merged_exactly_as_a_direct_cycle_merges_i
     assert results["review"] == results["direct"]
 
 
+@pytest.mark.slow
 def test_session_start_says_in_one_line_that_proposals_wait_from_the_projected_bytes(project):
     repo = seed(project, 2)
     repo.append([ProposeOperations(operations=[{"type": "ADD", "text": "Prefer pathlib", "section": "OTHERS"},

@@ -56,6 +56,7 @@ def test_code_and_prose_are_left_alone():
     assert find_secrets(ordinary) == []
 
 
+@pytest.mark.slow
 def test_false_positives_on_an_ordinary_code_heavy_transcript_are_few():
     text = code_heavy_text()
     findings = find_secrets(text)
@@ -112,6 +113,7 @@ def _run(args: list[str], env: dict[str, str], stdin: bytes = b"") -> subprocess
                           env=env, timeout=120)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["api", "cli"])
 def test_a_learning_cycle_sends_records_and_prints_no_planted_secret(tmp_path, backend):
     """With a key, and on a login through the Claude Code CLI: what goes out and what comes back is scrubbed."""
@@ -172,6 +174,7 @@ def test_a_learning_cycle_sends_records_and_prints_no_planted_secret(tmp_path, b
             assert value not in output, value
 
 
+@pytest.mark.slow
 def test_the_hooks_and_the_session_start_path_never_import_the_detector(tmp_path):
     project = tmp_path / "proj"
     PlaybookRepository(project / ".claude").append(

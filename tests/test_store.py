@@ -200,6 +200,7 @@ def _three_transactions(tmp_path: Path) -> tuple[JsonlEventStore, list[int]]:
     return store, ends
 
 
+@pytest.mark.slow
 def test_a_cut_at_every_byte_offset_shows_whole_transactions_and_the_next_append_repairs(tmp_path):
     store, ends = _three_transactions(tmp_path)
     full = store.path.read_bytes()

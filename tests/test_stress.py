@@ -69,6 +69,9 @@ from projections.verify import verify
 from tests.fake_anthropic import FakeAnthropic, Reply, reply_text, request_texts
 from tests.test_concurrency import _check_log_is_whole, _check_snapshot_is_the_projection, _failures, _report_failure
 from tests.test_properties import COMMON, check_state, machine_commands, ordered, state_env
+import pytest
+
+pytestmark = pytest.mark.slow  # starts processes, a browser or Claude Code, or runs a campaign
 
 SECTIONS = list(SECTION_SLUGS)
 CTX = multiprocessing.get_context("spawn")

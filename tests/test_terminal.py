@@ -8,10 +8,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from playbook.rendering.terminal import when
+import pytest
 
 zones = st.one_of(st.none(), st.integers(-23 * 60, 23 * 60).map(lambda m: timezone(timedelta(minutes=m))))
 
 
+@pytest.mark.slow
 @given(moment=st.datetimes(min_value=datetime(2, 1, 1), max_value=datetime(9998, 12, 31)), zone=zones,
        spec=st.sampled_from(["auto", "seconds", "microseconds"]))
 def test_a_log_time_prints_as_its_utc_second(moment, zone, spec):

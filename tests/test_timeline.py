@@ -84,6 +84,7 @@ def fresh_repo(tmp_path_factory) -> PlaybookRepository:
     return PlaybookRepository(tmp_path_factory.mktemp("p") / ".claude")
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(step, min_size=1, max_size=14), every=st.sampled_from([10**9, 3, 7]))
 def test_at_seq_equals_the_fold_of_the_prefix_with_and_without_checkpoints(tmp_path_factory, monkeypatch, steps, every):
@@ -99,6 +100,7 @@ def test_at_seq_equals_the_fold_of_the_prefix_with_and_without_checkpoints(tmp_p
         assert content(Timeline(repo).state_at(timeline.resolve(str(seq)))) == expected, seq
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(step, min_size=1, max_size=12), data=st.data())
 def test_diff_applied_to_a_gives_b(tmp_path_factory, steps, data):
@@ -118,6 +120,7 @@ def revert(repo: PlaybookRepository, target: str, force: bool = False):
                        Cause(source="revert", note=f"revert of {', '.join(plan.transactions)}"))
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(step, min_size=1, max_size=10), data=st.data())
 def test_reverting_an_untouched_transaction_gives_the_log_without_it_and_revert_of_revert_restores(
@@ -228,6 +231,7 @@ def reference_history(repo: PlaybookRepository, name: str, until: int | None = N
     return items
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(step, min_size=1, max_size=16), block=st.sampled_from([1 << 22, 200, 1500]))
 def test_history_in_one_backward_pass_equals_a_forward_read_of_every_transaction(tmp_path_factory, monkeypatch,
@@ -395,6 +399,7 @@ class _Counted(io.BufferedReader):
         return got
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(transactions=st.lists(st.lists(st.integers(0, 400), max_size=4), max_size=12),
        tail=st.sampled_from([b"", b'{"type":"KeyPointAdded","seq"', b'{"type":"TransactionCommitted","seq":9']),

@@ -40,6 +40,7 @@ def copy_transcript(tmp_path: Path, name: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_usage_summed_by_stats_equals_what_the_server_counted(project, tmp_path, monkeypatch, capsys):
     replies = {
         # cycle 1: an overloaded reflector, retried, then answers with cache tokens; the curator answers
@@ -78,6 +79,7 @@ def test_usage_summed_by_stats_equals_what_the_server_counted(project, tmp_path,
     assert list(report["per_model"]) == [model]
 
 
+@pytest.mark.slow
 def test_each_attempt_is_recorded_in_its_cycles_own_transaction(project, tmp_path, monkeypatch):
     replies = {"reflector": [reply_error(529), reply_text(json.dumps(REFLECTION))],
                "curator": [reply_error(400)]}
@@ -129,6 +131,7 @@ def test_a_model_of_unknown_price_counts_its_tokens_and_no_guessed_cost(project,
     assert total["input_tokens"] == served["input_tokens"] and total["unpriced"] == 2 and total["cost_usd"] == 0
 
 
+@pytest.mark.slow
 def test_calls_through_the_claude_code_cli_record_the_usage_and_cost_its_json_reports(project, tmp_path, monkeypatch,
                                                                                      capsys):
     from tests.test_e2e_claude_code import CLAUDE

@@ -69,6 +69,7 @@ def test_the_location_follows_claude_config_dir(monkeypatch, tmp_path):
     assert user_dir() == tmp_path / "home" / ".claude" / "playbook"
 
 
+@pytest.mark.slow
 def test_every_command_takes_user_and_acts_on_the_user_level_playbook_only(project, capsys):
     assert run(capsys, "add", "--user", "Answer in English", "--section", "preferences")[0] == 0
     assert run(capsys, "add", "The API lives in server/", "--section", "ctx")[0] == 0
@@ -97,6 +98,7 @@ def test_every_command_takes_user_and_acts_on_the_user_level_playbook_only(proje
         assert (code, out) == (2, "") and err.count("\n") == 1 and "not with --user" in err
 
 
+@pytest.mark.slow
 def test_both_are_injected_user_first_and_within_the_budget(project, capsys):
     user = user_repository()
     user.append([ApplyOperations([{"type": "ADD", "text": f"user rule {i}", "section": "USER PREFERENCES"}
@@ -132,6 +134,7 @@ def test_both_are_injected_user_first_and_within_the_budget(project, capsys):
     assert len(text.encode()) <= 4 * partial[0]
 
 
+@pytest.mark.slow
 def test_a_change_to_the_user_level_playbook_reaches_every_projects_next_session(tmp_path, project, capsys):
     other = tmp_path / "other"
     other.mkdir()
@@ -153,6 +156,7 @@ def test_a_change_to_the_user_level_playbook_reaches_every_projects_next_session
         assert inject._fast(str(where / ".claude")) is not None
 
 
+@pytest.mark.slow
 def test_a_project_without_a_playbook_gets_the_users_and_nothing_is_written_in_it(project, capsys):
     assert context(session_start(project)) == ""
     assert run(capsys, "add", "--user", "Answer in English", "--section", "pref")[0] == 0
@@ -164,6 +168,7 @@ def test_a_project_without_a_playbook_gets_the_users_and_nothing_is_written_in_i
     assert inject._fast(str(user_dir()), user_level=True) is not None
 
 
+@pytest.mark.slow
 def test_a_damaged_user_level_log_never_stops_a_projects_injection(project, capsys):
     assert run(capsys, "add", "--user", "Answer in English", "--section", "pref")[0] == 0
     assert run(capsys, "add", "The API lives in server/", "--section", "ctx")[0] == 0
@@ -203,6 +208,7 @@ def test_export_writes_a_claude_md_section_and_replaces_it_on_the_next_export(pr
     assert "my own key points" in out and "Answer in English" in out and "Prefer pathlib" not in out
 
 
+@pytest.mark.slow
 def test_purge_user_takes_a_text_out_of_the_user_level_log_only(project, capsys):
     secret = "token ghp_user0level0secret0value"
     assert run(capsys, "add", "--user", secret, "--section", "pref")[0] == 0
@@ -215,6 +221,7 @@ def test_purge_user_takes_a_text_out_of_the_user_level_log_only(project, capsys)
     assert run(capsys, "verify", "--user", "--anchor")[0] == 0
 
 
+@pytest.mark.slow
 def test_the_hook_reads_no_user_level_projection_through_a_link(project, capsys, tmp_path):
     from playbook.quick import inject
 

@@ -22,6 +22,9 @@ from playbook.wiring.install import hook_command
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, Reply, reply_text, request_texts
 from tests.test_learning import FIXTURES
+import pytest
+
+pytestmark = pytest.mark.slow  # starts processes, a browser or Claude Code, or runs a campaign
 
 SESSIONS = 4
 MARK = re.compile(r"TOKEN<([ab]\d)>")

@@ -18,12 +18,14 @@ from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, reply_text, request_texts
 from tests.test_learning import FIXTURES, REFLECTION, use
 from tests.test_user_level import project  # noqa: F401  (the fixture)
+import pytest
 
 CURATION = {"reasoning": "The user wants short answers; the project builds with make.",
             "operations": [{"type": "ADD", "text": "Answer in one short paragraph", "section": "USER PREFERENCES"},
                            {"type": "ADD", "text": "Build with make, never by hand", "section": "PROJECT CONTEXT"}]}
 
 
+@pytest.mark.slow
 def test_learned_user_preferences_go_to_the_user_level_playbook_unless_kept_per_project(project, monkeypatch):
     monkeypatch.delenv("PLAYBOOK_PREFERENCES_PER_PROJECT")
 

@@ -83,6 +83,7 @@ def test_a_child_that_is_killed_leaves_the_verdict_to_the_single_process_road(
     assert (msgspec.to_builtins(verify(repo)), msgspec.to_builtins(stats(repo))) == _single(repo)
 
 
+@pytest.mark.slow
 def test_a_child_that_does_not_vouch_sends_the_check_to_the_road_that_names_the_line(
         repo: PlaybookRepository) -> None:
     head, tail = _split(GOLDEN.read_bytes())
@@ -97,6 +98,7 @@ def test_a_child_that_does_not_vouch_sends_the_check_to_the_road_that_names_the_
     assert msgspec.to_builtins(report) == msgspec.to_builtins(verify(repo, strict=True))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", [False, True], ids=["whole", "damaged"])
 def test_a_log_that_grows_while_it_is_checked(repo: PlaybookRepository, monkeypatch: pytest.MonkeyPatch,
                                               damage: bool) -> None:
@@ -153,6 +155,7 @@ def keep_checkpoint(claude: Path, raw: bytes, edit: Any = None) -> Checkpoint:
     return kept
 
 
+@pytest.mark.slow
 def test_the_halves_road_vouches_for_a_whole_log(repo: PlaybookRepository) -> None:
     kept = keep_checkpoint(repo.claude_dir, GOLDEN.read_bytes())
     found = halves_fold(repo.log_path, kept.state, kept.position)
@@ -190,6 +193,7 @@ def test_a_killed_first_half_leaves_the_verdict_to_the_single_process_road(
     assert msgspec.to_builtins(verify(repo)) == _single(repo)[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lag", [False, True], ids=["current", "lagging"])
 def test_stats_counts_the_log_and_takes_the_playbook_from_a_trusted_snapshot(
         repo: PlaybookRepository, monkeypatch: pytest.MonkeyPatch, lag: bool) -> None:

@@ -34,6 +34,8 @@ from playbook.learner.replies import parse_curator_reply
 
 from tests.spec.helpers import CANON, ENTRY_KEYS
 
+pytestmark = pytest.mark.slow  # starts processes, a browser or Claude Code, or runs a campaign
+
 OP_TYPES = {"ADD", "UPDATE", "MERGE", "DELETE"}
 
 
