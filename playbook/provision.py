@@ -7,11 +7,12 @@ Standard library only, and written for any Python 3 the user has on PATH, so an 
 interpreter still gets a clear line instead of a traceback. The environment is a virtual
 environment in the plugin's data directory (`$CLAUDE_PLUGIN_DATA`, else the user's cache
 directory) holding the project's dependencies (with `uv` when it is on PATH, else `venv` and
-`pip`) and a `.pth` line naming the plugin root. A hook that finds it not ready starts the set-up
-detached (one at a time, under a lock) and returns at once: SessionStart injects what is already
-projected, or nothing, and says so once; the learning hooks say in one line that this session is
-not learned from. A failed set-up is recorded with its reason, said once, and tried again after an
-hour. Every path exits 0.
+`pip`), a `.pth` line naming the plugin root, and beside its ready stamp the site-packages its
+own interpreter names (which the launcher, run without `site`, puts on the path). A hook that finds
+it not ready starts the set-up detached (one at a time, under a lock) and returns at once:
+SessionStart injects what is already projected, or nothing, and says so once; the learning hooks
+say in one line that this session is not learned from. A failed set-up is recorded with its
+reason, said once, and tried again after an hour. Every path exits 0.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import sys
 import time
 
 READY_NAME = "playbook-ready"
+SITE_PACKAGES_NAME = "playbook-site-packages"
 FAILED_NAME = "setup-failed.json"
 NOTICE_NAME = "notice"
 LOG_NAME = "setup.log"
@@ -163,7 +165,7 @@ def _pip_of(python: str) -> list[str] | None:
     return [python, "-I", "-m", "pip"] if version >= (22, 3) else None
 
 
-def _run(command: list[str], what: str) -> str:
+def _run(command: list[str], what: str, log_output: bool = True) -> str:
     """Run one step, its output going to the set-up log (and returned); a failure is a SetupError."""
     print(f"$ {' '.join(command)}", flush=True)
     # Without PYTHON* variables: a project's settings can set PYTHONPATH to itself for its hooks, and
@@ -174,8 +176,9 @@ def _run(command: list[str], what: str) -> str:
                                 timeout=STEP_TIMEOUT, env=env)
     except (OSError, subprocess.SubprocessError) as exc:
         raise SetupError(f"{what} failed: {exc}") from exc
-    sys.stdout.write(result.stdout + result.stderr)
-    sys.stdout.flush()
+    if log_output or result.returncode != 0:
+        sys.stdout.write(result.stdout + result.stderr)
+        sys.stdout.flush()
     if result.returncode != 0:
         lines = [line.strip() for line in (result.stderr or result.stdout).splitlines() if line.strip()]
         # uv and pip both open their message with "error:"/"ERROR:" and end it with its deepest cause.
@@ -190,8 +193,9 @@ def build(data: str, root: str) -> None:
     """Create or update the environment for `root`; the ready stamp is written last."""
     venv = os.path.join(data, "venv")
     ready = os.path.join(venv, READY_NAME)
-    if os.path.exists(ready):
-        os.unlink(ready)
+    for stale in (ready, os.path.join(venv, SITE_PACKAGES_NAME)):
+        if os.path.exists(stale):
+            os.unlink(stale)
     uv = shutil.which("uv")
     python = find_python()
     if python is None and uv is None:
@@ -215,10 +219,16 @@ def build(data: str, root: str) -> None:
     else:
         installer = [*pip, "--python", venv_python(data)] if pip else [venv_python(data), "-m", "pip"]
         _run([*installer, "install", "--quiet", "--disable-pip-version-check", *packages], what + " with pip")
-    site = _run([venv_python(data), "-I", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                "finding the environment's site-packages").strip()
-    _write(os.path.join(site, PTH_NAME), root + "\n")
-    _run([venv_python(data), "-I", "-c", "import msgspec, playbook.cli"], "checking the environment")
+    # Asked of the environment's own interpreter, with its site: under -S a distribution's `site` can name
+    # other directories (see `playbook.launcher.site_packages`, which reads this record).
+    sites = _run([venv_python(data), "-I", "-c", "import sysconfig; "
+                  "print(*dict.fromkeys(sysconfig.get_path(name) for name in ('purelib', 'platlib')), sep='\\n')"],
+                 "finding the environment's site-packages").splitlines()
+    _write(os.path.join(sites[0], PTH_NAME), root + "\n")
+    _write(os.path.join(venv, SITE_PACKAGES_NAME), "".join(site + "\n" for site in sites))
+    # As the hooks and the `playbook` command start: isolated, without site, through launch.py.
+    _run([venv_python(data), "-I", "-S", os.path.join(root, "playbook", "launch.py"), "--help"],
+         "checking the environment", log_output=False)
     _write(ready, root + "\n")
 
 
