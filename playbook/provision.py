@@ -165,6 +165,14 @@ def _pip_of(python: str) -> list[str] | None:
     return [python, "-I", "-m", "pip"] if version >= (22, 3) else None
 
 
+def _imports(python: str, module: str) -> bool:
+    try:
+        return subprocess.run([python, "-I", "-c", f"import {module}"], stdin=subprocess.DEVNULL,
+                              capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
 def _run(command: list[str], what: str, log_output: bool = True) -> str:
     """Run one step, its output going to the set-up log (and returned); a failure is a SetupError."""
     print(f"$ {' '.join(command)}", flush=True)
@@ -206,12 +214,24 @@ def build(data: str, root: str) -> None:
     # An interpreter with pip installs into an environment made without it (`pip --python`), which
     # spares the seconds ensurepip takes; otherwise the environment gets its own pip.
     pip = None if uv or python is None else _pip_of(python)
+    if not uv and not pip and os.path.isdir(venv) and not _imports(venv_python(data), "pip"):
+        shutil.rmtree(venv)  # left without its pip by a `venv` that failed half way: made again below
     if not os.path.isdir(venv):
         if uv:
             _run([uv, "venv", "--quiet", "--python", python or ">=3.11", venv], "creating the environment with uv")
         else:
             assert python is not None  # without uv, find_python found one (checked above)
-            _run([python, "-m", "venv", *(["--without-pip"] if pip else []), venv], "creating the environment")
+            # Debian and Ubuntu ship ensurepip apart (python3.X-venv): without it `venv` fails half way.
+            if not pip and not _imports(python, "ensurepip"):
+                version = ".".join(map(str, _version(python)))
+                raise SetupError(f"Python {version} ({python}) cannot make a virtual environment with pip (no "
+                                 f"ensurepip, no pip 22.3+ of its own): install python{version}-venv (Debian, "
+                                 f"Ubuntu: sudo apt install python{version}-venv), or uv")
+            try:
+                _run([python, "-m", "venv", *(["--without-pip"] if pip else []), venv], "creating the environment")
+            except SetupError:
+                shutil.rmtree(venv, ignore_errors=True)  # half made: the next set-up starts afresh
+                raise
     packages = dependencies(root)
     what = "installing " + ", ".join(packages)
     if uv:

@@ -2,14 +2,15 @@
 
 Their `site` is patched: `site.getsitepackages` names a virtual environment's site-packages only once
 `site` has run, which the hooks skip (`-I -S`), so a launcher asking it found none of the dependencies.
-Driven as Claude Code runs them: `sh hooks/playbook-hook EVENT`, `sh bin/playbook ...`, `python -I -S
-launch.py`.
+Their `ensurepip` comes apart from Python (python3.X-venv), without which `venv` fails half way. Driven
+as Claude Code runs them: `sh hooks/playbook-hook EVENT`, `sh bin/playbook ...`, `python -I -S launch.py`.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_plugin_setup import only, run_hook
+from tests.test_plugin_setup import only, run_hook, wait_for_failure
 
 ROOT = Path(__file__).resolve().parent.parent
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -114,3 +115,48 @@ def test_the_plugin_set_up_on_the_system_python_learns_and_runs_its_command(tmp_
                            capture_output=True, cwd=project, env=env, timeout=60)
     assert shown.returncode == 0 and shown.stderr == b"", shown.stderr
     json.loads(shown.stdout)
+
+
+@pytest.fixture
+def bin_without_ensurepip(tmp_path: Path) -> str:
+    """The bin/ of the system Python as Debian ships it without python3.X-venv and python3-pip: its binary
+    beside a standard library that lacks ensurepip, and no site-packages. On PATH as it is, so that what
+    `venv` makes of it finds this standard library too."""
+    if not SYSTEM:
+        pytest.skip(f"no Python 3.11+ at {SYSTEM_PYTHON}")
+    real = os.path.realpath(SYSTEM_PYTHON)
+    stdlib = Path(subprocess.run([real, "-I", "-c", "import sysconfig; print(sysconfig.get_path('stdlib'))"],
+                                 capture_output=True, text=True, check=True).stdout.strip())
+    prefix = tmp_path / "bare"
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "lib" / stdlib.name).mkdir(parents=True)
+    for entry in stdlib.iterdir():
+        if entry.name not in ("ensurepip", "site-packages", "dist-packages"):
+            (prefix / "lib" / stdlib.name / entry.name).symlink_to(entry)
+    python = prefix / "bin" / os.path.basename(real)
+    shutil.copy2(real, python)
+    if python.name != "python3":
+        (prefix / "bin" / "python3").symlink_to(python.name)
+    if not _probe(str(python), "import venv") or _probe(str(python), "import ensurepip") \
+            or _probe(str(python), "import pip"):
+        pytest.skip("the system Python does not run from a copy of its binary beside a standard library")
+    return str(prefix / "bin")
+
+
+@pytest.mark.parametrize("left_over", [False, True], ids=["first set-up", "after a venv left half made"])
+def test_a_python_without_ensurepip_and_no_uv_names_the_package_to_install(tmp_path: Path, bin_without_ensurepip: str,
+                                                                           left_over: bool) -> None:
+    project, data, path = tmp_path / "project", tmp_path / "data", bin_without_ensurepip
+    (project / ".claude").mkdir(parents=True)
+    if left_over:  # what `venv` leaves when ensurepip is missing, and an earlier set-up kept
+        subprocess.run([f"{path}/python3", "-m", "venv", "--without-pip", str(data / "venv")], check=True)
+    first = run_hook("SessionStart", project, data, path)
+    assert first.returncode == 0 and first.stderr == b""
+    failure = wait_for_failure(data)
+    version = subprocess.run([f"{path}/python3", "-I", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    assert f"sudo apt install python{version}-venv" in failure["error"], failure["error"]
+    assert "\n" not in failure["error"] and "Traceback" not in (data / "setup.log").read_text()
+    assert not (data / "venv").exists(), "no environment is left half made"
+    second = json.loads(run_hook("SessionStart", project, data, path).stdout)
+    assert failure["error"] in second["systemMessage"]
