@@ -55,16 +55,22 @@ def stamped(source: Path, moment: str) -> bytes:
     return b"".join(out)
 
 
-@pytest.fixture
-def history(project, tmp_path, monkeypatch) -> Path:
-    """The project's Claude Code history: five transcripts (one a subagent's) in its transcripts' directory."""
-    config = tmp_path / "claude-config"
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+def lay_out(config: Path, project: Path) -> Path:
+    """Five transcripts (one a subagent's) in the project's transcripts' directory under `config`."""
     directory = config / "projects" / str(project.resolve()).replace("/", "-")
     for name, source, moment in LAYOUT:
         target = directory / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(stamped(source, moment))
+    return directory
+
+
+@pytest.fixture
+def history(project, tmp_path, monkeypatch) -> Path:
+    """The project's Claude Code history: five transcripts (one a subagent's) in its transcripts' directory."""
+    config = tmp_path / "claude-config"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    directory = lay_out(config, project)
     assert transcripts_dir(project) == directory
     return directory
 
@@ -249,3 +255,49 @@ def test_no_history_is_said_in_one_line(project, tmp_path, monkeypatch, capsys):
     out = bootstrap(project, capsys)
     assert out.startswith("bootstrap: no Claude Code sessions of this project in ") and out.count("\n") == 1
     assert sessions(project, PlaybookRepository(project / ".claude").current()[0]) == []
+
+
+LAUNCH = ROOT / "playbook" / "launch.py"
+
+
+@pytest.fixture
+def bare(tmp_path: Path) -> Path:
+    """A project Claude Code has run in that has no `.claude` directory, with its history."""
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    lay_out(tmp_path / "claude-config", bare)
+    return bare
+
+
+def launched(project: Path, api: FakeAnthropic, *args: str) -> subprocess.CompletedProcess[str]:
+    """The command as the plugin runs it (`python -I -S launch.py`), in the project."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "AGENTIC_CONTEXT_", "PLAYBOOK_"))}
+    env |= {"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-test-bootstrap", "PLAYBOOK_CLAUDE": "",
+            "CLAUDE_CONFIG_DIR": str(project.parent / "claude-config"), "CLAUDE_PROJECT_DIR": str(project)}
+    return subprocess.run([sys.executable, "-I", "-S", str(LAUNCH), *args], env=env, cwd=project,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_bootstrap_in_a_project_with_no_claude_directory_makes_it_and_learns(bare: Path) -> None:
+    with FakeAnthropic(models()) as api:
+        done = launched(bare, api, "bootstrap", "--limit", "1")
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert "1 of 1 sessions done (1 completed)" in done.stdout
+    assert (bare / ".claude").is_dir() and not (bare / ".claude").is_symlink()
+    assert len(completed(bare)) == 1
+
+
+@pytest.mark.parametrize("args", [["learn"], ["learn", "--retry"], ["learn", "--pending"]])
+def test_learn_in_a_project_with_no_claude_directory_has_nothing_to_learn(bare: Path, args: list[str]) -> None:
+    with FakeAnthropic(models()) as api:
+        done = launched(bare, api, *args)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "no pending learning\n", "")
+    assert not (bare / ".claude").exists(), "no directory made for a lock"
+
+
+def test_bootstrap_where_claude_is_a_link_to_nothing_is_one_line(bare: Path, tmp_path: Path) -> None:
+    (bare / ".claude").symlink_to(bare / "gone")  # inside the project, but nothing there: no write follows it
+    with FakeAnthropic(models()) as api:
+        done = launched(bare, api, "bootstrap", "--limit", "1")
+    assert done.returncode == 1 and "Traceback" not in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert not (bare / "gone").exists()
