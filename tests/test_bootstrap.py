@@ -222,6 +222,38 @@ def test_a_run_killed_mid_cycle_continues_where_it_stopped(project, history):
     assert len(calls) == 10  # the killed cycle's call was never answered, so never recorded
 
 
+def test_ctrl_c_stops_the_run_in_one_line_and_the_next_run_continues(project, history):
+    released = {"third": False}
+
+    def respond(body: dict) -> Reply:
+        text = request_texts(body)
+        if "You are the reflector" in text and "SUBAGENT please say hello" in text and not released["third"]:
+            return Reply(text=json.dumps(REFLECTION), delay=30)
+        return models()(body)
+
+    with FakeAnthropic(respond) as api:
+        env = _env(project, history, api)
+        command = [sys.executable, "-I", "-S", str(ROOT / "playbook" / "launch.py"), "--project", str(project),
+                   "bootstrap"]
+        process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   start_new_session=True)
+        try:
+            _wait(lambda: len(completed(project)) == 2 and len(api.message_requests()) == 5)
+            os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C sends the terminal's foreground group
+            out, err = process.communicate(timeout=60)
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        assert process.returncode == 130 and err == "", err
+        assert out.splitlines()[-1] == ("bootstrap: stopped after 2 of 5 sessions; run `playbook bootstrap` again "
+                                        "to continue"), out
+        released["third"] = True
+        again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+        assert again.returncode == 0 and "3 of 3 sessions done (3 completed)" in again.stdout, again.stderr
+    assert [Path(e.transcript).relative_to(history).as_posix() for e in completed(project)] == OLDEST_FIRST
+
+
 def test_a_terminal_gets_a_progress_bar(project, history):
     with FakeAnthropic(models()) as api:
         env = _env(project, history, api)
@@ -248,6 +280,7 @@ def test_a_terminal_gets_a_progress_bar(project, history):
     assert process.returncode == 0, text
     assert "bootstrap:" in text and "5/5" in text and "100%" in text and "session" in text
     assert "bootstrap: 1/5" not in text  # the bar, not the plain lines
+    assert ", 11111111]" in text, "the bar names the session by its id's start"
 
 
 def test_no_history_is_said_in_one_line(project, tmp_path, monkeypatch, capsys):
