@@ -32,7 +32,8 @@ def _probe(python: str, code: str) -> bool:
         return False
 
 
-SYSTEM = os.access(SYSTEM_PYTHON, os.X_OK) and _probe(SYSTEM_PYTHON, "import sys, venv; assert sys.version_info >= (3, 11)")
+SYSTEM = os.access(SYSTEM_PYTHON, os.X_OK) and _probe(SYSTEM_PYTHON,
+                                                      "import sys, venv; assert sys.version_info >= (3, 11)")
 needs_system_python = pytest.mark.skipif(not SYSTEM, reason=f"no Python 3.11+ with venv at {SYSTEM_PYTHON}")
 
 
