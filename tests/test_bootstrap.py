@@ -55,16 +55,22 @@ def stamped(source: Path, moment: str) -> bytes:
     return b"".join(out)
 
 
-@pytest.fixture
-def history(project, tmp_path, monkeypatch) -> Path:
-    """The project's Claude Code history: five transcripts (one a subagent's) in its transcripts' directory."""
-    config = tmp_path / "claude-config"
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+def lay_out(config: Path, project: Path) -> Path:
+    """Five transcripts (one a subagent's) in the project's transcripts' directory under `config`."""
     directory = config / "projects" / str(project.resolve()).replace("/", "-")
     for name, source, moment in LAYOUT:
         target = directory / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(stamped(source, moment))
+    return directory
+
+
+@pytest.fixture
+def history(project, tmp_path, monkeypatch) -> Path:
+    """The project's Claude Code history: five transcripts (one a subagent's) in its transcripts' directory."""
+    config = tmp_path / "claude-config"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    directory = lay_out(config, project)
     assert transcripts_dir(project) == directory
     return directory
 
@@ -223,6 +229,39 @@ def test_a_run_killed_mid_cycle_continues_where_it_stopped(project, history):
 
 
 @pytest.mark.slow
+def test_ctrl_c_stops_the_run_in_one_line_and_the_next_run_continues(project, history):
+    released = {"third": False}
+
+    def respond(body: dict) -> Reply:
+        text = request_texts(body)
+        if "You are the reflector" in text and "SUBAGENT please say hello" in text and not released["third"]:
+            return Reply(text=json.dumps(REFLECTION), delay=30)
+        return models()(body)
+
+    with FakeAnthropic(respond) as api:
+        env = _env(project, history, api)
+        command = [sys.executable, "-I", "-S", str(ROOT / "playbook" / "quick" / "launch.py"), "--project", str(project),
+                   "bootstrap"]
+        process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   start_new_session=True)
+        try:
+            _wait(lambda: len(completed(project)) == 2 and len(api.message_requests()) == 5)
+            os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C sends the terminal's foreground group
+            out, err = process.communicate(timeout=60)
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        assert process.returncode == 130 and err == "", err
+        assert out.splitlines()[-1] == ("bootstrap: stopped after 2 of 5 sessions; run `playbook bootstrap` again "
+                                        "to continue"), out
+        released["third"] = True
+        again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+        assert again.returncode == 0 and "3 of 3 sessions done (3 completed)" in again.stdout, again.stderr
+    assert [Path(e.transcript).relative_to(history).as_posix() for e in completed(project)] == OLDEST_FIRST
+
+
+@pytest.mark.slow
 def test_a_terminal_gets_a_progress_bar(project, history):
     with FakeAnthropic(models()) as api:
         env = _env(project, history, api)
@@ -249,6 +288,7 @@ def test_a_terminal_gets_a_progress_bar(project, history):
     assert process.returncode == 0, text
     assert "bootstrap:" in text and "5/5" in text and "100%" in text and "session" in text
     assert "bootstrap: 1/5" not in text  # the bar, not the plain lines
+    assert ", 11111111]" in text, "the bar names the session by its id's start"
 
 
 def test_no_history_is_said_in_one_line(project, tmp_path, monkeypatch, capsys):
@@ -256,3 +296,49 @@ def test_no_history_is_said_in_one_line(project, tmp_path, monkeypatch, capsys):
     out = bootstrap(project, capsys)
     assert out.startswith("bootstrap: no Claude Code sessions of this project in ") and out.count("\n") == 1
     assert sessions(project, PlaybookRepository(project / ".claude").current()[0]) == []
+
+
+LAUNCH = ROOT / "playbook" / "quick" / "launch.py"
+
+
+@pytest.fixture
+def bare(tmp_path: Path) -> Path:
+    """A project Claude Code has run in that has no `.claude` directory, with its history."""
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    lay_out(tmp_path / "claude-config", bare)
+    return bare
+
+
+def launched(project: Path, api: FakeAnthropic, *args: str) -> subprocess.CompletedProcess[str]:
+    """The command as the plugin runs it (`python -I -S launch.py`), in the project."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "AGENTIC_CONTEXT_", "PLAYBOOK_"))}
+    env |= {"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-test-bootstrap", "PLAYBOOK_CLAUDE": "",
+            "CLAUDE_CONFIG_DIR": str(project.parent / "claude-config"), "CLAUDE_PROJECT_DIR": str(project)}
+    return subprocess.run([sys.executable, "-I", "-S", str(LAUNCH), *args], env=env, cwd=project,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_bootstrap_in_a_project_with_no_claude_directory_makes_it_and_learns(bare: Path) -> None:
+    with FakeAnthropic(models()) as api:
+        done = launched(bare, api, "bootstrap", "--limit", "1")
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert "1 of 1 sessions done (1 completed)" in done.stdout
+    assert (bare / ".claude").is_dir() and not (bare / ".claude").is_symlink()
+    assert len(completed(bare)) == 1
+
+
+@pytest.mark.parametrize("args", [["learn"], ["learn", "--retry"], ["learn", "--pending"]])
+def test_learn_in_a_project_with_no_claude_directory_has_nothing_to_learn(bare: Path, args: list[str]) -> None:
+    with FakeAnthropic(models()) as api:
+        done = launched(bare, api, *args)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "no pending learning\n", "")
+    assert not (bare / ".claude").exists(), "no directory made for a lock"
+
+
+def test_bootstrap_where_claude_is_a_link_to_nothing_is_one_line(bare: Path, tmp_path: Path) -> None:
+    (bare / ".claude").symlink_to(bare / "gone")  # inside the project, but nothing there: no write follows it
+    with FakeAnthropic(models()) as api:
+        done = launched(bare, api, "bootstrap", "--limit", "1")
+    assert done.returncode == 1 and "Traceback" not in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert not (bare / "gone").exists()

@@ -33,13 +33,29 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif((CLAUDE is None or UV is None
                                 reason="needs Claude Code (npm install @anthropic-ai/claude-code) and uv")]
 
 
-def tool_path(tmp_path: Path) -> str:
-    """PATH with Claude Code, uv and a bare python3 (the interpreter this venv was made from), and no
-    interpreter that has this project installed."""
+BASE_PYTHON = getattr(sys, "_base_executable", sys.executable)
+
+
+def system_python() -> list[str]:
+    """The distribution's own python3 (Debian's and Ubuntu's patch `site`) when it is a Python 3.11+ other
+    than the base one."""
+    python = "/usr/bin/python3"
+    if not os.access(python, os.X_OK) or os.path.realpath(python) == os.path.realpath(BASE_PYTHON):
+        return []
+    probe = subprocess.run([python, "-I", "-c", "import sys; assert sys.version_info >= (3, 11)"], capture_output=True)
+    return [python] if probe.returncode == 0 else []
+
+
+PYTHONS = [BASE_PYTHON, *system_python()]
+
+
+def tool_path(tmp_path: Path, python3: str = BASE_PYTHON) -> str:
+    """PATH with Claude Code, uv and a bare python3 (by default the interpreter this venv was made from),
+    and no interpreter that has this project installed."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     assert CLAUDE is not None and UV is not None
-    for name, target in (("claude", CLAUDE), ("uv", UV), ("python3", getattr(sys, "_base_executable", sys.executable))):
+    for name, target in (("claude", CLAUDE), ("uv", UV), ("python3", python3)):
         (bin_dir / name).symlink_to(target)
     return f"{bin_dir}:/usr/bin:/bin"
 
@@ -64,13 +80,14 @@ def respond_with_the_cli(body: dict) -> Reply:
     return respond(body)
 
 
-def test_the_plugin_installs_from_its_marketplace_sets_itself_up_and_learns(tmp_path):
+@pytest.mark.parametrize("python3", PYTHONS, ids=["base python" if p == BASE_PYTHON else p for p in PYTHONS])
+def test_the_plugin_installs_from_its_marketplace_sets_itself_up_and_learns(tmp_path, python3):
     home, project, markers = tmp_path / "home", tmp_path / "project", tmp_path / "markers"
     config = home / ".claude"
     for directory in (home, project / ".claude", markers):
         directory.mkdir(parents=True)
     repository = tracked_copy(tmp_path / "repository")
-    env = network_env() | {"PATH": tool_path(tmp_path), "HOME": str(home), "CLAUDE_CONFIG_DIR": str(config),
+    env = network_env() | {"PATH": tool_path(tmp_path, python3), "HOME": str(home), "CLAUDE_CONFIG_DIR": str(config),
            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1", "LANG": "C.UTF-8",
            # The set-up downloads from PyPI once; tests share uv's cache so later runs do not.
            "UV_CACHE_DIR": os.environ.get("UV_CACHE_DIR") or str(Path.home() / ".cache" / "uv"),

@@ -4,6 +4,7 @@ a hand edit with a wrong field, and importing the same file twice."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -66,6 +67,22 @@ def test_a_project_that_does_not_exist_is_a_one_line_error(tmp_path):
         assert result.returncode == 1 and result.stdout == ""
         assert result.stderr.count("\n") == 1 and result.stderr.startswith("playbook: project "), result.stderr
     assert not Path("/does/not/exist").exists()
+
+
+@pytest.mark.parametrize("argv", [[], ["--user"], ["--project", "."]], ids=["bare", "--user", "--project"])
+def test_no_command_is_the_help_on_stderr_with_every_command(tmp_path, argv):
+    launch = Path(__file__).resolve().parents[1] / "playbook" / "quick" / "launch.py"
+    result = subprocess.run([sys.executable, "-I", "-S", str(launch), *argv], capture_output=True, text=True,
+                            cwd=tmp_path)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("usage: playbook ")
+    listed = [line.split()[0] for line in result.stderr.splitlines() if re.match(r"    \S", line)]
+    commands = next(a for a in build_parser()._actions if a.dest == "command").choices
+    assert listed == list(commands), "every command, in --help's order"
+    helped = subprocess.run([sys.executable, "-I", "-S", str(launch), "--help"], capture_output=True, text=True,
+                            cwd=tmp_path)
+    assert result.stderr == helped.stdout
+    assert not (tmp_path / ".claude").exists()
 
 
 def test_the_when_help_appears_only_under_commands_that_take_a_when():

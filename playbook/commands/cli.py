@@ -55,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--project", metavar="DIR", help="project directory (default: $CLAUDE_PROJECT_DIR, else "
                         "the current directory)")
     parser.add_argument("--user", action="store_true", default=argparse.SUPPRESS, help=USER_HELP)
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # Not required: `main` answers a missing command with the whole help, where argparse names only COMMAND.
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     reading, plain = [_common(json=True)], [_common(json=False)]
 
     def add(name: str, run: Callable[[argparse.Namespace], int], text: str,
@@ -104,8 +105,12 @@ def _report_outside(opened: Opened) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     _safe_stdout()
+    if args.command is None:  # a usage error, as argparse's own: on stderr, exit 2
+        parser.print_help(sys.stderr)
+        return 2
     from playbook.rendering import terminal
 
     terminal.full = getattr(args, "full", False)

@@ -217,6 +217,8 @@ class Result(msgspec.Struct):
     outcomes: list[tuple[Session, Outcome]] = []
     stopped: str | None = None
     """Why the run stopped before the end (the budget), or None."""
+    interrupted: bool = False
+    """Stopped by the user (Ctrl-C): the session being learned keeps its request, for the next run."""
 
 
 def _request_for(repo: PlaybookRepository, session: Session) -> PendingLearning | None:
@@ -239,22 +241,26 @@ def _request_for(repo: PlaybookRepository, session: Session) -> PendingLearning 
 
 def learn(project: Path, todo: list[Session], ignore_budget: bool = False,
           progress: Callable[[Session, Outcome | None], None] | None = None) -> Result:
-    """Learn each session of `todo` in order, one cycle each; stops when the daily token budget is spent."""
+    """Learn each session of `todo` in order, one cycle each; stops when the daily token budget is spent, or
+    at Ctrl-C."""
     repo = repository(project)
     result = Result(total=len(todo))
-    for session in todo:
-        if progress is not None:
-            progress(session, None)
-        with learning_lock(project):
-            if not ignore_budget and (spent := budget_spent(repo)) is not None:
-                result.stopped = spent.reason.replace("playbook learn --ignore-budget",
-                                                      "playbook bootstrap --ignore-budget")
-                return result
-            pending = _request_for(repo, session)
-            outcome = Outcome("-", "already learned") if pending is None else run_cycle(repo, pending)
-        result.outcomes.append((session, outcome))
-        if progress is not None:
-            progress(session, outcome)
+    try:
+        for session in todo:
+            if progress is not None:
+                progress(session, None)
+            with learning_lock(project):
+                if not ignore_budget and (spent := budget_spent(repo)) is not None:
+                    result.stopped = spent.reason.replace("playbook learn --ignore-budget",
+                                                          "playbook bootstrap --ignore-budget")
+                    return result
+                pending = _request_for(repo, session)
+                outcome = Outcome("-", "already learned") if pending is None else run_cycle(repo, pending)
+            result.outcomes.append((session, outcome))
+            if progress is not None:
+                progress(session, outcome)
+    except KeyboardInterrupt:
+        result.interrupted = True
     return result
 
 
@@ -293,7 +299,10 @@ class Progress:
         name = clean(shown(session, self.project))
         if self.bar is not None:
             if outcome is None:
-                self.bar.set_postfix_str(name[-40:], refresh=True)
+                # The session id's start, short enough to leave the bar room on 80 columns, and a prefix the
+                # other commands take for the session (6+ characters).
+                label = name[:8] + (" subagent" if session.subagent else "")
+                self.bar.set_postfix_str(label, refresh=True)
             else:
                 self.bar.update(1)
             return
@@ -326,9 +335,8 @@ def run(project: Path, *, dry_run: bool = False, limit: int | None = None, since
         return 0
     if dry_run:
         _print_estimates(project, state, found, todo, stream)
-    else:
-        _learn_all(project, repo, todo, ignore_budget, stream)
-    return 0
+        return 0
+    return _learn_all(project, repo, todo, ignore_budget, stream)
 
 
 def _print_estimates(project: Path, state: PlaybookState, found: list[Session], todo: list[Session],
@@ -353,8 +361,9 @@ def _print_estimates(project: Path, state: PlaybookState, found: list[Session], 
 
 
 def _learn_all(project: Path, repo: PlaybookRepository, todo: list[Session], ignore_budget: bool,
-               stream: TextIO) -> None:
-    """Learn `todo` with progress shown, then one line of outcomes and tokens, and what is left."""
+               stream: TextIO) -> int:
+    """Learn `todo` with progress shown, then one line of outcomes and tokens, and what is left; the exit
+    status (130 when stopped by Ctrl-C)."""
     from projections.usage import spent_on
 
     from playbook.rendering.safe_text import clean
@@ -365,6 +374,10 @@ def _learn_all(project: Path, repo: PlaybookRepository, todo: list[Session], ign
         result = learn(project, todo, ignore_budget=ignore_budget, progress=progress)
     finally:
         progress.close()
+    if result.interrupted:
+        print(f"bootstrap: stopped after {len(result.outcomes)} of {len(todo)} sessions; run `playbook bootstrap` "
+              "again to continue", file=stream, flush=True)
+        return 130
     counts: dict[str, int] = {}
     for _, outcome in result.outcomes:
         counts[outcome.status] = counts.get(outcome.status, 0) + 1
@@ -377,3 +390,4 @@ def _learn_all(project: Path, repo: PlaybookRepository, todo: list[Session], ign
         print(f"bootstrap: stopped with {left} session(s) left: {clean(result.stopped)}", file=stream)
     elif left == 0:
         print("bootstrap: every session of this project is learned", file=stream)
+    return 0

@@ -35,10 +35,10 @@ from eventlog.decide import CompleteLearning, DeferLearning, Evaluate, FailLearn
 from eventlog.decide import RequestLearning, SkipLearning, decide
 from eventlog.decide import decide_all
 from eventlog.domain import PendingLearning, PlaybookState
-from eventlog.errors import PlaybookError
+from eventlog.errors import PlaybookError, StorageError
 from eventlog.events import Cause
 from eventlog.evolve import fold
-from eventlog.files import FILE_MODE
+from eventlog.files import DIR_MODE, FILE_MODE
 from eventlog.storage import utc_now
 from projections.repository import PlaybookRepository
 
@@ -90,7 +90,19 @@ def spawn_learner(project: Path) -> None:
 
 @contextmanager
 def learning_lock(project: Path) -> Iterator[None]:
-    fd = os.open(claude_dir(project) / LEARN_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
+    """Held for a learning run; `.claude` is made when the project has none yet (the run's first append would
+    make it), and neither it nor the lock file is created through a link."""
+    directory = claude_dir(project)
+    try:
+        os.mkdir(directory, DIR_MODE)
+    except FileExistsError:
+        pass  # a directory already, or a link that `claude_dir` found inside the project
+    except OSError as exc:
+        raise StorageError.failed("create directory", directory, exc) from exc
+    try:
+        fd = os.open(directory / LEARN_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
+    except OSError as exc:
+        raise StorageError.failed("lock", directory / LEARN_LOCK, exc) from exc
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -111,6 +123,8 @@ def learn_pending(project: Path, retry_now: bool = False, ignore_budget: bool = 
     """
     from playbook.wiring.notice import update_notice
 
+    if not os.path.lexists(claude_dir(project)):
+        return []  # no log, so no request: nothing to learn, and no directory made for a lock
     repo = repository(project)
     outcomes: list[Outcome] = []
     with learning_lock(project):

@@ -6,7 +6,7 @@ instead of `-m playbook`: `-S` skips `site`, which would process the environment
 editable install's path hook (tens of milliseconds on every call); `-I` keeps the current directory, `PYTHONPATH`
 and the user's site-packages out. The search path becomes the directory holding this package (its source tree,
 or the site-packages it was installed into) followed by the interpreter's own site-packages (a virtual
-environment's, found from its `pyvenv.cfg` as `site` would), both absolute paths: nothing is ever imported from
+environment's, found from its `pyvenv.cfg`: see `site_packages`), all absolute paths: nothing is ever imported from
 the directory a hook runs in. This module is imported from its bytecode; only the few lines of `launch.py`
 are compiled on each run.
 """
@@ -27,21 +27,43 @@ def closed_to_devnull() -> None:
             setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
 
 
-def site_packages() -> list[str]:
-    """The site-packages directories `site` would add for this interpreter, without reading their `.pth` files."""
-    import site  # with -S, importing it runs nothing: only its path functions are used
+SITE_PACKAGES_NAME = "playbook-site-packages"
+"""`provision.SITE_PACKAGES_NAME`: beside the plugin environment's ready stamp, its site-packages directories
+as its own interpreter named them at set-up, one a line."""
 
+
+def site_packages() -> list[str]:
+    """The site-packages directories `site` would add for this interpreter, without reading their `.pth` files.
+
+    A virtual environment's own are the ones its set-up recorded (the plugin's), else where `venv` made them:
+    its install scheme, asked of `sysconfig` as `venv` asks it (which costs a millisecond or two the record
+    spares). `site.getsitepackages` cannot be asked for them under -S: Debian's and Ubuntu's `site` name a
+    virtual environment's site-packages only once `site` itself has moved `sys.prefix` into it.
+    """
     prefix = os.path.dirname(os.path.dirname(os.path.abspath(sys.executable)))
-    prefixes = [sys.prefix]
     try:
         with open(os.path.join(prefix, "pyvenv.cfg"), encoding="utf-8") as handle:
             config = handle.read().lower()
     except OSError:
-        config = None  # not a virtual environment: the interpreter's own prefix
+        config = None  # not a virtual environment: the interpreter's own prefix, by its own `site`
+    paths: list[str] = []
     if config is not None:
-        system = any(line.replace(" ", "") == "include-system-site-packages=true" for line in config.splitlines())
-        prefixes = [prefix, sys.prefix] if system else [prefix]
-    return [path for path in site.getsitepackages(prefixes) if os.path.isdir(path)]
+        try:
+            with open(os.path.join(prefix, SITE_PACKAGES_NAME), encoding="utf-8") as handle:
+                paths = [line for line in handle.read().splitlines() if os.path.isabs(line)]
+        except (OSError, ValueError):
+            pass
+        if not paths:
+            import sysconfig
+
+            where = {"base": prefix, "platbase": prefix, "installed_base": prefix, "installed_platbase": prefix}
+            paths = [sysconfig.get_path("purelib", "venv", where), sysconfig.get_path("platlib", "venv", where)]
+    if config is None or any(line.replace(" ", "") == "include-system-site-packages=true"
+                             for line in config.splitlines()):
+        import site  # with -S, importing it runs nothing: only its path function is used
+
+        paths += site.getsitepackages([sys.prefix])  # under -S, the base interpreter's prefix
+    return [path for path in dict.fromkeys(paths) if os.path.isdir(path)]
 
 
 def search_path() -> list[str]:

@@ -7,11 +7,12 @@ Standard library only, and written for any Python 3 the user has on PATH, so an 
 interpreter still gets a clear line instead of a traceback. The environment is a virtual
 environment in the plugin's data directory (`$CLAUDE_PLUGIN_DATA`, else the user's cache
 directory) holding the project's dependencies (with `uv` when it is on PATH, else `venv` and
-`pip`) and a `.pth` line naming the plugin root. A hook that finds it not ready starts the set-up
-detached (one at a time, under a lock) and returns at once: SessionStart injects what is already
-projected, or nothing, and says so once; the learning hooks say in one line that this session is
-not learned from. A failed set-up is recorded with its reason, said once, and tried again after an
-hour. Every path exits 0.
+`pip`), a `.pth` line naming the plugin root, and beside its ready stamp the site-packages its
+own interpreter names (which the launcher, run without `site`, puts on the path). A hook that finds
+it not ready starts the set-up detached (one at a time, under a lock) and returns at once:
+SessionStart injects what is already projected, or nothing, and says so once; the learning hooks
+say in one line that this session is not learned from. A failed set-up is recorded with its
+reason, said once, and tried again after an hour. Every path exits 0.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import sys
 import time
 
 READY_NAME = "playbook-ready"
+SITE_PACKAGES_NAME = "playbook-site-packages"
 FAILED_NAME = "setup-failed.json"
 NOTICE_NAME = "notice"
 LOG_NAME = "setup.log"
@@ -167,7 +169,15 @@ def _pip_of(python: str) -> list[str] | None:
     return [python, "-I", "-m", "pip"] if version >= (22, 3) else None
 
 
-def _run(command: list[str], what: str) -> str:
+def _imports(python: str, module: str) -> bool:
+    try:
+        return subprocess.run([python, "-I", "-c", f"import {module}"], stdin=subprocess.DEVNULL,
+                              capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def _run(command: list[str], what: str, log_output: bool = True) -> str:
     """Run one step, its output going to the set-up log (and returned); a failure is a SetupError."""
     print(f"$ {' '.join(command)}", flush=True)
     # Without PYTHON* variables: a project's settings can set PYTHONPATH to itself for its hooks, and
@@ -178,8 +188,9 @@ def _run(command: list[str], what: str) -> str:
                                 timeout=STEP_TIMEOUT, env=env)
     except (OSError, subprocess.SubprocessError) as exc:
         raise SetupError(f"{what} failed: {exc}") from exc
-    sys.stdout.write(result.stdout + result.stderr)
-    sys.stdout.flush()
+    if log_output or result.returncode != 0:
+        sys.stdout.write(result.stdout + result.stderr)
+        sys.stdout.flush()
     if result.returncode != 0:
         lines = [line.strip() for line in (result.stderr or result.stdout).splitlines() if line.strip()]
         # uv and pip both open their message with "error:"/"ERROR:" and end it with its deepest cause.
@@ -194,8 +205,9 @@ def build(data: str, root: str) -> None:
     """Create or update the environment for `root`; the ready stamp is written last."""
     venv = os.path.join(data, "venv")
     ready = os.path.join(venv, READY_NAME)
-    if os.path.exists(ready):
-        os.unlink(ready)
+    for stale in (ready, os.path.join(venv, SITE_PACKAGES_NAME)):
+        if os.path.exists(stale):
+            os.unlink(stale)
     uv = shutil.which("uv")
     python = find_python()
     if python is None and uv is None:
@@ -206,12 +218,24 @@ def build(data: str, root: str) -> None:
     # An interpreter with pip installs into an environment made without it (`pip --python`), which
     # spares the seconds ensurepip takes; otherwise the environment gets its own pip.
     pip = None if uv or python is None else _pip_of(python)
+    if not uv and not pip and os.path.isdir(venv) and not _imports(venv_python(data), "pip"):
+        shutil.rmtree(venv)  # left without its pip by a `venv` that failed half way: made again below
     if not os.path.isdir(venv):
         if uv:
             _run([uv, "venv", "--quiet", "--python", python or ">=3.11", venv], "creating the environment with uv")
         else:
             assert python is not None  # without uv, find_python found one (checked above)
-            _run([python, "-m", "venv", *(["--without-pip"] if pip else []), venv], "creating the environment")
+            # Debian and Ubuntu ship ensurepip apart (python3.X-venv): without it `venv` fails half way.
+            if not pip and not _imports(python, "ensurepip"):
+                version = ".".join(map(str, _version(python)))
+                raise SetupError(f"Python {version} ({python}) cannot make a virtual environment with pip (no "
+                                 f"ensurepip, no pip 22.3+ of its own): install python{version}-venv (Debian, "
+                                 f"Ubuntu: sudo apt install python{version}-venv), or uv")
+            try:
+                _run([python, "-m", "venv", *(["--without-pip"] if pip else []), venv], "creating the environment")
+            except SetupError:
+                shutil.rmtree(venv, ignore_errors=True)  # half made: the next set-up starts afresh
+                raise
     packages = dependencies(root)
     what = "installing " + ", ".join(packages)
     if uv:
@@ -219,10 +243,16 @@ def build(data: str, root: str) -> None:
     else:
         installer = [*pip, "--python", venv_python(data)] if pip else [venv_python(data), "-m", "pip"]
         _run([*installer, "install", "--quiet", "--disable-pip-version-check", *packages], what + " with pip")
-    site = _run([venv_python(data), "-I", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                "finding the environment's site-packages").strip()
-    _write(os.path.join(site, PTH_NAME), root + "\n")
-    _run([venv_python(data), "-I", "-c", "import msgspec, playbook.commands.cli"], "checking the environment")
+    # Asked of the environment's own interpreter, with its site: under -S a distribution's `site` can name
+    # other directories (see `playbook.quick.launcher.site_packages`, which reads this record).
+    sites = _run([venv_python(data), "-I", "-c", "import sysconfig; "
+                  "print(*dict.fromkeys(sysconfig.get_path(name) for name in ('purelib', 'platlib')), sep='\\n')"],
+                 "finding the environment's site-packages").splitlines()
+    _write(os.path.join(sites[0], PTH_NAME), root + "\n")
+    _write(os.path.join(venv, SITE_PACKAGES_NAME), "".join(site + "\n" for site in sites))
+    # As the hooks and the `playbook` command start: isolated, without site, through launch.py.
+    _run([venv_python(data), "-I", "-S", os.path.join(root, "playbook", "quick", "launch.py"), "--help"],
+         "checking the environment", log_output=False)
     _write(ready, root + "\n")
 
 
