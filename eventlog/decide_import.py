@@ -9,12 +9,18 @@ import msgspec
 
 from .commands import ImportLegacy, RecordUnreadableFile, ReplaceContent, SkipReason
 from .decision import Decision
-from .domain import SECTION_SLUGS, KeyPoint, PlaybookState, next_name
+from .domain import MAX_TEXT_LENGTH, SECTION_SLUGS, KeyPoint, PlaybookState, next_name
 from .events import CountersSet, Event, KeyPointAdded, KeyPointDeleted, KeyPointImported, KeyPointMoved
 from .events import KeyPointUpdated, OperationSkipped, PlaybookImported, SectionReordered, VersionSet
 from .evolve import apply, fold
 from .legacy import NormalizedPlaybook, normalize_playbook
 from .values import Origin
+
+
+def cut(text: str) -> tuple[str, int | None]:
+    """`text` cut to MAX_TEXT_LENGTH, and its length as given when it was cut: a file (a legacy playbook.json,
+    a hand edit) holds texts of any size, and every hook and command would carry them."""
+    return (text[:MAX_TEXT_LENGTH], len(text)) if len(text) > MAX_TEXT_LENGTH else (text, None)
 
 
 def import_events(normalized: NormalizedPlaybook, path: str, genesis: bool, kept_at: str | None = None) -> list[Event]:
@@ -26,11 +32,12 @@ def import_events(normalized: NormalizedPlaybook, path: str, genesis: bool, kept
         )
     ]
     for entry in normalized.entries:
+        text, cut_from = cut(entry.text)
         events.append(
             KeyPointImported(
-                section=entry.section, name=entry.name, text=entry.text, helpful=entry.helpful,
+                section=entry.section, name=entry.name, text=text, helpful=entry.helpful,
                 harmful=entry.harmful, source_format=entry.source_format, original_name=entry.original_name,
-                original_section=entry.original_section, score=entry.score,
+                original_section=entry.original_section, score=entry.score, cut_from=cut_from,
             )
         )
     for rejected in normalized.rejected:
@@ -118,9 +125,10 @@ def _added(d: Decision, section: str, kp: KeyPoint, origin: Origin, found_in: st
     """An entry the target has and the base had not: added, under its name unless a concurrent writer took it
     meanwhile; returns the name it got."""
     name = kp.name if d.state.get(kp.name) is None else next_name(d.state, section)
-    d.emit(KeyPointAdded(section=section, name=name, text=kp.text, helpful=kp.helpful, harmful=kp.harmful,
+    text, cut_from = cut(kp.text)
+    d.emit(KeyPointAdded(section=section, name=name, text=text, helpful=kp.helpful, harmful=kp.harmful,
                          origin=origin, proposed_name=kp.name if name != kp.name else None,
-                         requested_section=found_in))
+                         requested_section=found_in, cut_from=cut_from))
     return name
 
 
@@ -133,8 +141,9 @@ def _changed(d: Decision, base: PlaybookState, section: str, kp: KeyPoint) -> No
         d.skip("change", SkipReason.UNKNOWN_ID, f"{kp.name} was removed meanwhile; its change is not applied",
                None, {"name": kp.name, "text": kp.text})
         return
-    if kp.text != before.text and kp.text != current.text:
-        d.emit(KeyPointUpdated(name=kp.name, text=kp.text, previous_text=current.text))
+    text, cut_from = cut(kp.text)
+    if kp.text != before.text and text != current.text:
+        d.emit(KeyPointUpdated(name=kp.name, text=text, previous_text=current.text, cut_from=cut_from))
     helpful = max(current.helpful + kp.helpful - before.helpful, 0)
     harmful = max(current.harmful + kp.harmful - before.harmful, 0)
     if (helpful, harmful) != (current.helpful, current.harmful):

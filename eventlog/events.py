@@ -60,6 +60,8 @@ class KeyPointImported(Event, frozen=True, kw_only=True, tag="KeyPointImported")
     original_name: str | None = None
     original_section: str | None = None
     score: float | None = None
+    cut_from: int | None = None
+    """The length of the text in the file, when it was longer than MAX_TEXT_LENGTH and was cut."""
 
 
 class KeyPointAdded(Event, frozen=True, kw_only=True, tag="KeyPointAdded"):

@@ -25,6 +25,8 @@ SETTINGS_NAME = "playbook.settings.json"
 NOTICE_NAME = "playbook.notice"
 SHOW_NAME = "playbook.show.txt"
 CHECKPOINT_DIR = "playbook.checkpoints"
+LOG_BLOCK = b'\n  "log": {\n    "offset": '
+"""Where the writer's playbook.json says which log position it reflects: found without decoding the file."""
 RECALL_FORMAT = b"recall-1"
 """The recall index's first word: an index of another format is not read, only projected again."""
 
@@ -34,6 +36,17 @@ MAX_SETTINGS_BYTES = 1 << 20
 """The largest settings file read: a repository can ship a file of gigabytes under that name."""
 MAX_STDIN = 1 << 20
 """The most of a hook's input read: Claude Code's hook input is a small JSON object."""
+def _limit(name: str, default: int) -> int:
+    raw = os.environ.get(name, "")
+    return int(raw) if raw.isdigit() else default
+
+
+HOOK_FOLD_LIMIT = _limit("PLAYBOOK_HOOK_FOLD_LIMIT", 16 << 20)
+"""The largest log a hook folds when its projection is not current: a larger one (a repository can ship a log of
+any size, and a pull can bring one) is left to a command the user runs, and the hook says so instead of holding up
+the session. Every append of this machine's writers leaves the projection current, whatever the log's size."""
+MAX_INDEX_BYTES = 64 << 20
+"""Most bytes of the recall index the UserPromptSubmit hook reads; the writer keeps the index well below it."""
 MAX_PROJECTION_BYTES = 16 << 20
 """Most bytes of `playbook.hook.json` the fast path reads, far above any context a session takes: a larger
 file is left to the full hook, which writes the projection again from the log."""
@@ -166,6 +179,57 @@ def current_body(claude_dir: str, name: str, limit: int, follow: bool = False, u
     if user and fields[3].decode() != injected_user_mark(claude_dir):
         return None
     return body
+
+
+def too_large_to_fold(claude_dir: str) -> int | None:
+    """The size of the log in `claude_dir` when bringing its projections up to date would read more than
+    HOOK_FOLD_LIMIT of it, else None. playbook.json's recorded position saves the fold of all before it (the
+    writer checks that position's hash); a playbook.json over MAX_PROJECTION_BYTES, or none, saves nothing. No link
+    followed."""
+    try:
+        status = os.lstat(os.path.join(claude_dir, LOG_NAME))
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(status.st_mode) or status.st_size <= HOOK_FOLD_LIMIT:
+        return None
+    try:
+        snapshot = read_capped(os.path.join(claude_dir, SNAPSHOT_NAME), MAX_PROJECTION_BYTES, os.O_NOFOLLOW)
+    except (OSError, ValueError):
+        snapshot = None
+    if snapshot is not None and _holds_its_position(claude_dir, snapshot, status.st_size):
+        return None
+    return status.st_size
+
+
+def _holds_its_position(claude_dir: str, snapshot: bytes, log_size: int) -> bool:
+    """True when the log ends within HOOK_FOLD_LIMIT after the position `snapshot` records, and the commit line
+    there carries the hash it records: what a shipped playbook.json claims is checked, not believed."""
+    at = snapshot.rfind(LOG_BLOCK)
+    if at < 0:
+        return False
+    block = snapshot[at + len(LOG_BLOCK):at + len(LOG_BLOCK) + 200].split(b"\n")
+    offset = block[0].rstrip(b",")
+    recorded = block[2].strip().removeprefix(b'"hash": "').removesuffix(b'",') if len(block) > 2 else b""
+    if not offset.isdigit() or not 0 <= log_size - int(offset) <= HOOK_FOLD_LIMIT or len(recorded) != 32:
+        return False
+    try:
+        with open(os.path.join(claude_dir, LOG_NAME), "rb", buffering=0, opener=_no_follow) as log:
+            log.seek(max(int(offset) - 64, 0))
+            end = log.read(min(int(offset), 64))
+    except (OSError, ValueError):
+        return False
+    return end.endswith(b'"h":"' + recorded + b'"}\n')
+
+
+def _no_follow(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK)
+
+
+def not_folded_line(claude_dir: str, size: int) -> str:
+    """What a hook says when it leaves a log of `size` bytes unfolded, with the command that projects it."""
+    project = os.path.dirname(claude_dir)
+    return (f"playbook: not injected: the log ({size / 1e6:.0f} MB) changed outside this machine's writers and "
+            f"is too large to fold while a session starts; run `playbook --project {project} rebuild` once")
 
 
 def claude_outside(project: str | os.PathLike[str]) -> str | None:

@@ -25,7 +25,7 @@ from eventlog.domain import PlaybookState
 
 from .config import read_settings, setting_number, settings_paths
 from .injection import injection_file
-from .quickroads import RECALL_FORMAT, RECALL_NAME, terms
+from .quickroads import MAX_INDEX_BYTES, RECALL_FORMAT, RECALL_NAME, terms
 
 RECALL_KEY = "playbook_recall"
 MAX_CHARS_KEY = "playbook_recall_max_chars"
@@ -33,6 +33,8 @@ DEFAULT_MAX_CHARS = 800
 """Most characters of key points one prompt may bring in."""
 TOP = 3
 """Most key points one prompt may bring in."""
+MAX_DOC_BYTES = MAX_INDEX_BYTES // 8
+"""Most bytes of key point lines in an index: with their terms, the index stays well below what the hook reads."""
 K1, B = 1.2, 0.75
 POSTINGS = 64
 """Most key points kept per term (the best-weighted)."""
@@ -53,12 +55,19 @@ def build(state: PlaybookState, left_out: list[str], max_chars: int = DEFAULT_MA
     counts: list[tuple[tuple[str, int], ...]] = []
     lengths: list[int] = []
     encode = msgspec.json.encode
+    size = 0
     for name in left_out:
         kp = state.get(name)
         if kp is None:
             continue
-        docs.append(b"%07d\t" % len(docs) + encode(f"[{kp.name}] helpful={kp.helpful} harmful={kp.harmful} :: {kp.text}")
-                    + b"\n")
+        line = f"[{kp.name}] helpful={kp.helpful} harmful={kp.harmful} :: {kp.text}"
+        if len(line) >= max_chars:
+            continue  # the hook never prints more than max_chars: such a line could never be recalled
+        entry = b"%07d\t" % len(docs) + encode(line) + b"\n"
+        size += len(entry)
+        if size > MAX_DOC_BYTES:
+            break  # in the plan's order: the key points ranked first are kept, and the hook's read stays bounded
+        docs.append(entry)
         found, length = _counts(kp.text)
         counts.append(found)
         lengths.append(length)

@@ -28,11 +28,10 @@ if TYPE_CHECKING:
 
 from . import show_text
 from .show_text import SECTIONS, show_lines
-from projections.quickroads import INJECTION_NAME, LOG_NAME, claude_outside
+from projections.quickroads import INJECTION_NAME, LOG_BLOCK, LOG_NAME, claude_outside
 
 DRIVER_ATTRIBUTE = b"merge=playbook"
 """What `playbook.commands.share.names_our_driver` looks for in .gitattributes."""
-LOG_BLOCK = b'\n  "log": {\n    "offset": '
 """How the writer's playbook.json starts its `log` block: a string in the file holds no line break, so only the
 block itself reads so."""
 MAX_READ = show_text.MAX_BYTES

@@ -18,10 +18,10 @@ except ImportError:  # pragma: no cover - an interpreter without the accelerator
 
 # The package's root, beside this file, for the quick roads' contract: absolute, never the current directory.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from projections.quickroads import (LOG_NAME, RECALL_FORMAT, RECALL_NAME, claude_outside,  # noqa: E402
-                                    current_body, json_string, terms, top_level_strings)
+from projections.quickroads import (LOG_NAME, MAX_INDEX_BYTES, RECALL_FORMAT, RECALL_NAME,  # noqa: E402
+                                    claude_outside, current_body, json_string, terms, too_large_to_fold,
+                                    top_level_strings)
 
-MAX_INDEX_BYTES = 64 << 20
 MAX_PROMPT_CHARS = 20_000
 MIN_SCORE = 2.5
 """A key point below this BM25 score is not relevant enough to interrupt with (one common word is not)."""
@@ -96,6 +96,8 @@ def _refreshed(project: str) -> "bytes | None":  # a string: the plugin runs thi
     after it pays for it. Only now are site-packages brought in, and never this script's directory."""
     claude_dir = os.path.join(project, ".claude")
     if claude_outside(project) is not None or not os.path.isfile(os.path.join(claude_dir, LOG_NAME)):
+        return None
+    if too_large_to_fold(claude_dir) is not None:  # SessionStart says why; a prompt is never held up by a fold
         return None
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]

@@ -17,7 +17,8 @@ from eventlog.domain import PlaybookState
 from eventlog.errors import PlaybookError
 
 from projections.injection import injection_budget, output_of, plan
-from projections.quickroads import MAX_STDIN
+from projections.quickroads import (INJECTION_NAME, MAX_PROJECTION_BYTES, MAX_STDIN, current_body, not_folded_line,
+                                    too_large_to_fold)
 from projections.snapshot import read_snapshot, state_of
 
 from .project import Opened, claude_dir, collecting, repository, user_repository
@@ -59,7 +60,11 @@ def session_start_output(project: Path | str) -> bytes:
         repo = user_repository()
         if not repo.log_path.exists() and not repo.snapshot_path.exists():
             return b""
+        if (unfolded := _unfolded(repo.claude_dir)) is not None:
+            return unfolded
         repo.refresh()
+    elif (unfolded := _unfolded(repo.claude_dir)) is not None:
+        return unfolded
     else:
         state = repo.refresh()
         update_notice(Path(project), state)
@@ -76,6 +81,21 @@ def session_start_output(project: Path | str) -> bytes:
     except OSError:
         return b""
     return data.partition(b"\n")[2]
+
+
+def _unfolded(claude_dir: Path) -> bytes | None:
+    """The hook's output without folding, when the log is too large to fold here: the projection if it is
+    current, else nothing injected and the one line why; None when the log may be folded."""
+    size = too_large_to_fold(str(claude_dir))
+    if size is None:
+        return None
+    try:
+        current = current_body(str(claude_dir), INJECTION_NAME, MAX_PROJECTION_BYTES, user=True)
+    except (OSError, ValueError):
+        current = None
+    if current is not None:
+        return current
+    return json.dumps({"systemMessage": not_folded_line(str(claude_dir), size)}).encode() + b"\n"
 
 
 def read_payload(stream: Any) -> dict[str, Any]:
