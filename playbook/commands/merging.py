@@ -12,12 +12,14 @@ from pathlib import Path
 
 from eventlog.errors import PlaybookError
 from eventlog.checks import hash_at
+from eventlog.domain import PlaybookState
+from eventlog.store import fold_log
 from projections.anchors import anchors_path
 from projections.checkpoints import clear
 from projections.merge import MergeOutcome, SharedHistoryRewritten, merge_logs, write_merged
-from projections.quickroads import CHECKPOINT_DIR
+from projections.quickroads import CHECKPOINT_DIR, LOG_NAME
 from projections.repository import PlaybookRepository
-from projections.snapshot import read_snapshot, state_of
+from projections.snapshot import read_snapshot, render, state_of, write_atomically
 
 from playbook.wiring.project import claude_dir
 from playbook.rendering.safe_text import clean
@@ -31,7 +33,10 @@ def merge_driver(ancestor: str, ours: str, theirs: str, path: str = "") -> int:
         outcome = merge_logs(Path(ours), Path(theirs), Path(ancestor), note=f"git merge of {path or 'the log'}",
                              labels=(f"ours ({shown})", f"theirs ({shown})", f"the merge base of {shown}"))
         if not outcome.unchanged:
+            superseded = _projection_of(Path(ours), path)
             write_merged(outcome, Path(ours), Path(theirs), Path(ours))
+            if superseded is not None:
+                _project_merged(superseded, Path(ours))
     except PlaybookError as exc:
         print(f"playbook: cannot merge {clean(shown)}: {clean(str(exc))}", file=sys.stderr)
         return 1
@@ -41,6 +46,37 @@ def merge_driver(ancestor: str, ours: str, theirs: str, path: str = "") -> int:
     if outcome.conflicts or outcome.reverted:
         print(f"playbook: {clean(shown)}: {summary(outcome)}", file=sys.stderr)
     return 0
+
+
+def _projection_of(ours: Path, path: str) -> PlaybookRepository | None:
+    """The repository whose playbook.json projects `ours` as it stands (untouched, its position held there):
+    once the merged log replaces ours, it holds nothing the log lacks. None for anything else (a hand edit, a
+    file ahead of ours), which readers then take in or keep as they do for any other playbook.json.
+
+    git runs the driver at the top of the working tree, and `path` is the log's path there."""
+    if not path.endswith(LOG_NAME):
+        return None
+    try:
+        repo = PlaybookRepository(claude_dir(Path.cwd() / Path(path).parent.parent))
+        found = read_snapshot(repo.snapshot_path)
+    except (PlaybookError, OSError):
+        return None
+    if found is None or found.snapshot is None or found.snapshot.log is None:
+        return None
+    return repo if hash_at(ours, state_of(found.snapshot)[1]) else None
+
+
+def _project_merged(repo: PlaybookRepository, merged: Path) -> None:
+    """playbook.json projected from the merged log git is about to put in the working tree, as the post-merge
+    hook would rebuild it (`after_git`), whether or not git runs the hook; the other derived files go, and
+    the first reader rebuilds them. A failure leaves them as they were: the merge stands either way."""
+    try:
+        state, position, _torn = fold_log(merged, PlaybookState())
+        write_atomically(repo.snapshot_path, render(state, position))
+        repo.injection_path.unlink(missing_ok=True)
+        clear(repo.claude_dir / CHECKPOINT_DIR)
+    except (PlaybookError, OSError):
+        pass
 
 
 def merge_file(repo: PlaybookRepository, other: Path) -> MergeOutcome:

@@ -66,9 +66,10 @@ def recover(repo: PlaybookRepository, file: str | None = None) -> Recovered:
     target = {key: value for key, value in data.items() if key != "log"}
 
     def decider(state: PlaybookState) -> list[Event]:
-        start = _known_part(base, target, same_text=False) if base is not None else \
-            _known_part(state, target, same_text=True)
-        return decide_all(state, [ReplaceContent(target=target, origin=ORIGIN, base=start)])
+        wanted = _not_held(state, target)
+        start = _known_part(base, wanted, same_text=False) if base is not None else \
+            _known_part(state, wanted, same_text=True)
+        return decide_all(state, [ReplaceContent(target=wanted, origin=ORIGIN, base=start)])
 
     committed = repo.append(decider, Cause(source=SOURCE, note=note))
     return Recovered(path=str(path), committed=committed, base=where)
@@ -99,6 +100,20 @@ def _base(repo: PlaybookRepository, path: Path, data: dict[str, Any], note: str)
     if position is not None and position.offset <= repo.store.size() and repo.store.holds(position):
         return repo.store.fold(PlaybookState(), Position(), position.offset)[0], f"claimed seq {position.seq}"
     return None, where
+
+
+def _not_held(state: PlaybookState, target: dict[str, Any]) -> dict[str, Any]:
+    """`target` without the entries the log already holds under another name (a merge renamed them, or the
+    file came back another way): taken back, they would be there twice."""
+    wanted, _ = content_state(target)
+    held = {kp.text: kp.name for _section, kp in state.entries()}
+    twice = {kp.name for _section, kp in wanted.entries() if held.get(kp.text, kp.name) != kp.name}
+    sections = target.get("sections")
+    if not twice or not isinstance(sections, dict):
+        return target
+    return {**target, "sections": {
+        section: [e for e in entries if not (isinstance(e, dict) and e.get("name") in twice)]
+        if isinstance(entries, list) else entries for section, entries in sections.items()}}
 
 
 def _known_part(state: PlaybookState, target: dict[str, Any], same_text: bool) -> PlaybookState:
