@@ -258,6 +258,22 @@ def _ready(repo: PlaybookRepository, state: PlaybookState, pending: PendingLearn
     return transcript, config
 
 
+def _names_used(evaluations: object, operations: object) -> set[str]:
+    """Every key point name the reflector's ratings and the curator's operations refer to."""
+    names: set[str] = set()
+    for item in [*(evaluations if isinstance(evaluations, list) else []),
+                 *(operations if isinstance(operations, list) else [])]:
+        if not isinstance(item, dict):
+            continue
+        for key in ("name", "target_id"):
+            if isinstance(item.get(key), str):
+                names.add(item[key])
+        sources = item.get("source_ids")
+        if isinstance(sources, list):
+            names.update(source for source in sources if isinstance(source, str))
+    return names
+
+
 class _Cycle:
     """One cycle once there is something to learn: the models' replies, then one transaction deciding on them."""
 
@@ -276,6 +292,8 @@ class _Cycle:
         self.curation: dict[str, Any] = {}
         self.held: list[str] = []
         self.proposed: list[str] = []  # with review on: why the guard would have held the reply, if it would
+        self.stale: str | None = None
+        self.meant: dict[str, str | None] = {}  # each name the replies use: the text it had when they were asked
 
     def _fail(self, error: str) -> Outcome:
         return _fail(self.repo, self.pending, error, self.pending.transcript, self.config.model, self.calls)
@@ -296,6 +314,17 @@ class _Cycle:
             # Anything else a hostile reply provokes is this cycle's failure, recorded: a learner that
             # died here left the request pending, and every later learner would take it first and die too.
             return self._fail(f"learning failed: {type(exc).__name__}")
+        self.meant = {name: (kp.text if (kp := state.get(name)) is not None else None)
+                      for name in _names_used(self.evaluations, self.curation.get("operations"))}
+        return None
+
+    def renamed(self, fresh: PlaybookState) -> str | None:
+        """The first name the replies use that means another key point in `fresh` than when they were asked (a
+        merge that came in meanwhile renamed entries), else None: the replies are then asked again."""
+        for name, text in self.meant.items():
+            kp = fresh.get(name)
+            if (kp.text if kp is not None else None) != text:
+                return name
         return None
 
     def decide(self, fresh: PlaybookState, lean: LeanSettings) -> list[Any]:
@@ -306,6 +335,13 @@ class _Cycle:
         if fresh.progress.get(path, 0) != self.start:
             return decide_all(fresh, [calls, SkipLearning(
                 request=pending.request, reason="transcript learned meanwhile", transcript=path)])
+        if (moved := self.renamed(fresh)) is not None:
+            # Ratings and operations name key points as the models saw them: applied to a name that now
+            # means another entry, they would land on it. Asked again against the playbook as it is now.
+            self.stale = f"the playbook changed while the models answered ({moved} means another key point now)"
+            return decide_all(fresh, [calls, FailLearning(request=pending.request, error=self.stale, transcript=path,
+                                                          attempt=pending.attempts + 1,
+                                                          give_up=pending.attempts + 1 >= max_attempts())])
         operations = self.curation["operations"]
         curating, why_held = curation_commands(fresh, self.evaluations, operations, lean)
         complete = CompleteLearning(request=pending.request, transcript=path, from_line=self.start,
@@ -339,6 +375,8 @@ class _Cycle:
             # Deciding on this reply failed: recorded as this cycle's failure, or the request would stay
             # pending and every later learner would take it first and fail the same way.
             return self._fail(f"learning failed while applying the reply: {type(exc).__name__}")
+        if self.stale is not None:
+            return Outcome(pending.request, "failed", self.stale)
         if self.held:
             print(f"playbook: learning {pending.request}: the curator's reply was held, not applied: "
                   f"{self.held[0]}", flush=True)
