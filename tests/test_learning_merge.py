@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow  # a fake model on a socket and a real learning cycle
-
 import eventlog.storage
 from eventlog.decide import ApplyOperations
 from eventlog.events import Cause
@@ -19,6 +17,8 @@ from playbook.commands.merging import merge_file
 from playbook.learner.learn import learn_pending, request_learning
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, reply_text, request_texts
+
+pytestmark = pytest.mark.slow  # a fake model on a socket and a real learning cycle
 
 FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
 OURS, THEIRS = "run the tests before committing", "never deploy on a Friday"
