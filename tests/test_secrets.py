@@ -14,7 +14,7 @@ import pytest
 
 from eventlog.decide import ApplyOperations
 from eventlog.events import Cause
-from playbook.learner.scrub import find_secrets, scrub
+from projections.scrub import find_secrets, scrub
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, reply_text, request_texts
 from tests.secret_corpus import PLANTED, all_planted, code_heavy_text, contexts

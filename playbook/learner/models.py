@@ -23,12 +23,12 @@ from eventlog.errors import PlaybookError
 from eventlog.events import encodable_json
 from eventlog.values import CallOutcome, ModelRole
 from projections.render import load_template
+from projections.scrub import scrub
 
 from .backend import DEFAULT_MODEL, ModelConfig, model_config  # noqa: F401  (part of this module's interface)
 from playbook.wiring.diagnostics import is_diagnostic_mode, save_diagnostic, warn
 from .prompting import Playbook, curator_prompt, reflector_prompt, render_messages
 from .replies import build_playbook_dict, extract_json, parse_curator_reply, parse_extraction_reply
-from .scrub import scrub
 
 MAX_RETRIES = 3
 BASE_DELAY = 2.0

@@ -6,8 +6,11 @@ test-mode Stripe keys, fine-grained GitHub tokens) and the rule for values assig
 `*_KEY`, `*_TOKEN`, `*_SECRET` or `password` are added here. Scrubbing is a pure function of the
 text: the same text always gives the same redactions, and a scrubbed text scrubs to itself.
 
-Only the learner and `playbook purge` import this module: detect-secrets is kept off the
-SessionStart path.
+It sits in `projections` so that every way text enters the log can use it: the learner, the
+commands and the spec's functions above, and the taking in of a hand-edited or legacy playbook.json
+(`projections.outside`) here. The detector belongs to no decision: `eventlog.decide` stays free of
+it, so replaying or merging a log decides the same events whichever detector wrote it. Importers
+load it only when there is a text to scrub: detect-secrets is kept off the SessionStart path.
 """
 
 from __future__ import annotations
