@@ -77,6 +77,9 @@ _RULES: list[tuple[str, re.Pattern[str], int]] = [
     ("url-password", BasicAuthDetector.denylist[0], 1),
     ("bearer-token", re.compile(r"(?i)\bbearer\s+(?=[A-Za-z0-9_\-.=+/]*\d)([A-Za-z0-9_\-.=+/]{16,})"), 1),
     ("npm-token", NpmDetector.denylist[0], 0),
+    # detect-secrets finds an npm token only in an .npmrc line; a granular token (npm_ and 36 letters and
+    # digits) is as recognisable on its own, in prose or a command
+    ("npm-token", re.compile(r"(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9_])"), 0),
     *(("pypi-token", regex, 0) for regex in PypiTokenDetector.denylist),
     ("sendgrid-key", SendGridDetector.denylist[0], 0),
     *(("twilio-key", regex, 0) for regex in TwilioKeyDetector.denylist),
@@ -102,24 +105,52 @@ _PRIVATE_KEY = re.compile(
     r"|PuTTY-User-Key-File-\d:[^\n]*(?:\n[A-Za-z0-9+/=:\- ]+)*"
 )
 
+# A password in a URL of any scheme (`postgresql://u:p4ss!@h`, `redis://:pw@h`): detect-secrets' own
+# pattern wants a user name and stops at `!`, `$`, `&`, `*`, `+` and the like, which passwords hold.
+_URL_PASSWORD = re.compile(
+    r"(?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{1,30}://[^\s:/?#@\[\]\"'`<>\\]*:([^\s/@\"'`<>\\]+)@(?=[a-z0-9\[])(?!sha\d+:)"
+)
+
+# An AWS secret key said without a name (`the key pair AKIA... / wJalr...`): 40 characters of base64,
+# counted only beside an access key ID or the words aws or secret, and only when it looks random: both
+# cases (a hex digest has one), and lower-case runs too short for the words of an identifier
+# (`AmazonEC2ContainerRegistryPowerUser...` averages five letters a run, random base64 under two).
+_AWS_SECRET_SHAPE = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+_AWS_NEAR = re.compile(r"(?i:aws|secret)|(?<![A-Z0-9])A[KS]IA[0-9A-Z]{16}")
+_AWS_WINDOW = 100
+_MIN_AWS_SECRET_ENTROPY = 4.0
+_LOWER_RUN = re.compile(r"[a-z]+")
+_MAX_WORDLIKE_RUN = 4.0
+
 # A value assigned to a name that says it is secret: `AWS_SECRET=...`, `"api_key": "..."`,
-# `password: ...`, `--token ...`. The name may be quoted; the value may be quoted.
+# `password: ...`, `--token ...`. The name may be quoted; the value may be quoted, and a value closed by
+# its quote is taken whole, punctuation included (`APP_SECRET="f.?ub(Z=|O#_G<"`).
 _ASSIGNED = re.compile(
     r"""(?ix)
     (?<![a-z0-9_.\-])(?P<name>[a-z0-9_.\-]{0,40}?(?:passw(?:or)?d|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key
         |client[_\-]?secret|auth|credentials?|_key|key))
     (?P<nameq>\\?["']?)
-    (?:\s*(?::=|=>|=|:)\s*|\s+(?=\\?["']))
-    (?P<q>\\?["'`]?)
-    (?P<value>[^\s"'`,;(){}\[\]<>\\]{6,512})
+    (?P<sep>\s*(?::=|=>|=|:)\s*|\s+(?=\\?["']))
+    (?:
+        "(?P<q1>[^"\r\n]{6,512})"|'(?P<q2>[^'\r\n]{6,512})'|`(?P<q3>[^`\r\n]{6,512})`
+      | \\"(?P<q4>[^"\\\r\n]{6,512})\\"|\\'(?P<q5>[^'\\\r\n]{6,512})\\'
+      | (?P<openq>\\?["'`]?)(?P<value>[^\s"'`,;(){}\[\]<>\\]{6,512})
+    )
     """
 )
+_QUOTED = ("q1", "q2", "q3", "q4", "q5")
 _PASSWORD_NAME = re.compile(r"(?i)(?:passw(?:or)?d|passwd|pwd|secret)$")
 _NOT_A_VALUE = re.compile(
     r"""(?ix)^(?:
         none|null|nil|true|false|undefined|required|optional|string|bytes|str|int|bool|self\..*|cls\..*
-        |\$.*|%.*|\*+|x+|\.+|<.*|\{.*|os\.environ.*|process\.env.*|env\..*|getenv.*
-        |(?:your|my|the|example|dummy|changeme|placeholder|redacted|secret|password|token)[a-z_\-]*
+        |\*+|x+|\.+|os\.environ.*|process\.env.*|env\..*|getenv.*
+        # a reference or a template, not a literal: $VAR, $HOME/.pw, ${VAR:-x}, $(cmd), %(name)s, %VAR%, {{ var }}, <pw>
+        |\$(?-i:[A-Z_][A-Z0-9_]*|[a-z_][a-z0-9_]*|[A-Za-z][a-z]+(?:[A-Z][a-z]+)*[0-9]*)(?:[/.:@\-][\w./:@\-]*)?
+        |\$\{[^}]*\}[\w./:@\-]*|\$\(.*|%\(?\w*\)?[sdrif]|%\w+%|\{\{.*\}\}|\{%.*%\}|\{[\w.\-]*\}[\w./:@\-]*|<[\w .\-]*>
+        # a placeholder word in one case (my_password, YOUR_API_KEY, ExampleToken); a random value mixes cases
+        |(?-i:(?:your|my|the|example|dummy|changeme|placeholder|redacted|secret|password|token)[a-z_\-]*
+            |(?:YOUR|MY|THE|EXAMPLE|DUMMY|CHANGEME|PLACEHOLDER|REDACTED|SECRET|PASSWORD|TOKEN)[A-Z_\-]*
+            |(?:Your|My|The|Example|Dummy|Changeme|Placeholder|Redacted|Secret|Password|Token)(?:[_\-]?[A-Z][a-z]+)*)
     )$"""
 )
 # An identifier or attribute path (`config.api_key`, `token_v2`): code, not a value. Random tokens
@@ -129,15 +160,47 @@ _ENTROPY = Base64HighEntropyString(limit=3.0)
 _MIN_ASSIGNED_ENTROPY = 3.0
 
 
-def _assigned_secret(match: re.Match[str]) -> bool:
+# Where a shell or an env file sets a variable: `export db_password=...`, or an upper-case name set with
+# a bare `=` (`DB_PASSWORD=...`, `-e DB_PASSWORD=...`), which code formatted as code never writes.
+_EXPORTED = re.compile(r"(?:^|[\s;&|(])export\s+$")
+# A quoted text that names a place, not a secret: a path or a URL.
+_A_PLACE = re.compile(r"(?:(?:~|\.{1,2})?/|[a-z][a-z0-9+.\-]*://)", re.IGNORECASE)
+
+
+def _quoted(match: re.Match[str]) -> str | None:
+    """The group of `match` holding a value closed by its quote (`"..."`, or `\\"...\\"` inside a JSON string)."""
+    return next((group for group in _QUOTED if match.group(group) is not None), None)
+
+
+def _assigned_span(match: re.Match[str]) -> tuple[int, int]:
+    return match.span(_quoted(match) or "value")
+
+
+def _set_by_a_shell(match: re.Match[str], text: str) -> bool:
+    """Whether `match` is a variable set in a shell or an env file rather than an assignment in code."""
+    if match.group("sep") != "=" or match.group("nameq"):
+        return False
+    start = match.start("name")
+    return match.group("name").isupper() or _EXPORTED.search(text, max(0, start - 40), start) is not None
+
+
+def _assigned_secret(match: re.Match[str], text: str) -> bool:
     """Whether the value assigned in `match` looks like a secret rather than code or prose."""
-    value = match.group("value")
-    if _NOT_A_VALUE.match(value) or _ALREADY.fullmatch(value):
+    group = _quoted(match)
+    quoted = group is not None
+    value = match.group(group or "value")
+    if _NOT_A_VALUE.match(value) or _ALREADY.search(value):
         return False
-    if not match.group("q") and _IDENTIFIER.fullmatch(value):
-        return False
+    if quoted and (any(c.isspace() for c in value) or _A_PLACE.match(value)):
+        return False  # a sentence, a path or a URL in quotes: a message or a setting, not a secret
     name = match.group("name")
-    if _PASSWORD_NAME.search(name):
+    password = _PASSWORD_NAME.search(name) is not None
+    if not quoted and not match.group("openq") and _IDENTIFIER.fullmatch(value):
+        # Code names a variable here (`password=password`), but a shell's value is a literal: a password of
+        # letters alone (`export DB_PASSWORD=hunterhunter`) counts there, a snake_case or dotted name does not.
+        if not (password and _set_by_a_shell(match, text) and value.isalnum()):
+            return False
+    if password:
         # Passwords are often short and plain: any quoted or unquoted literal of 8+ characters that
         # is not code counts.
         return len(value) >= 8
@@ -158,14 +221,34 @@ def _candidates(text: str) -> Iterator[Finding]:
     for match in _JWT.finditer(text):
         if match.group().count(".") >= 2 and JwtTokenDetector.is_formally_valid(match.group()):
             yield Finding("jwt", match.start(), match.end())
+    for match in _URL_PASSWORD.finditer(text):
+        password = match.group(1)
+        if not _NOT_A_VALUE.match(password) and not _ALREADY.search(password):
+            yield Finding("url-password", match.start(1), match.end(1))
+    for match in _AWS_SECRET_SHAPE.finditer(text):
+        if _aws_secret(match, text):
+            yield Finding("aws-secret-key", match.start(), match.end())
     position = 0
     while (assigned := _ASSIGNED.search(text, position)) is not None:
-        if _assigned_secret(assigned):
-            yield Finding("secret-assignment", assigned.start("value"), assigned.end("value"))
+        start, end = _assigned_span(assigned)
+        if _assigned_secret(assigned, text):
+            yield Finding("secret-assignment", start, end)
             position = assigned.end()
         else:
             # `Credentials: API_KEY=...`: a rejected value can be the name of the next assignment
-            position = assigned.start("value")
+            position = start
+
+
+def _aws_secret(match: re.Match[str], text: str) -> bool:
+    """Whether the 40 characters of `match` are an AWS secret key said without its name."""
+    key = match.group()
+    runs = _LOWER_RUN.findall(key)
+    if not runs or not re.search(r"[A-Z]", key) or sum(map(len, runs)) / len(runs) >= _MAX_WORDLIKE_RUN:
+        return False
+    if _ENTROPY.calculate_shannon_entropy(key) < _MIN_AWS_SECRET_ENTROPY:
+        return False
+    before = _AWS_NEAR.search(text, max(0, match.start() - _AWS_WINDOW), match.start())
+    return before is not None or _AWS_NEAR.search(text, match.end(), match.end() + _AWS_WINDOW) is not None
 
 
 def find_secrets(text: str) -> list[Finding]:
