@@ -5,6 +5,10 @@ only record of the playbook. A playbook.json that reflects a log position this l
 (`Divergence`) is the last copy of what it holds beyond the log: it is recorded as moved aside, then
 moved to `playbook.json.ahead-*`; unreadable bytes go to `playbook.json.unreadable-*` and a legacy file
 is copied to `playbook.json.legacy-*` before its import, so no byte is lost.
+
+What a hand edit or a legacy file holds is scrubbed of secrets before it is decided, as a model's reply
+is: it would otherwise reach every later session and everyone the log is shared with. The transaction's
+note says which kinds were redacted, never the values.
 """
 
 from __future__ import annotations
@@ -178,7 +182,7 @@ class Outside:
 
 
 REDACTED = "; redacted "
-"""What a note holds after what happened when secrets were taken out of what was taken in (`scrubbed_content`)."""
+"""Where a transaction's note, after saying what it took in, goes on to say which secrets it redacted."""
 
 
 class Scrubbed(NamedTuple):

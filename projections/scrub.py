@@ -2,7 +2,8 @@
 
 The providers' formats come from detect-secrets' plugins (the patterns of a maintained scanner,
 imported, not copied); the few it lacks (Anthropic and Google API keys, whole private key blocks,
-test-mode Stripe keys, fine-grained GitHub tokens) and the rule for values assigned to names like
+test-mode Stripe keys, fine-grained GitHub tokens, npm tokens outside an .npmrc, passwords in URLs of
+any scheme, an AWS secret key said without its name) and the rule for values assigned to names like
 `*_KEY`, `*_TOKEN`, `*_SECRET` or `password` are added here. Scrubbing is a pure function of the
 text: the same text always gives the same redactions, and a scrubbed text scrubs to itself.
 

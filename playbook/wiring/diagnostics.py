@@ -15,8 +15,8 @@ from pathlib import Path
 from eventlog import events as ev
 from eventlog.domain import PRUNE_RULE
 from eventlog.files import FILE_MODE, make_dirs
-
 from eventlog.store import Committed
+
 from projections.outside import Divergence, redactions_said
 from projections.repository import PlaybookRepository
 
