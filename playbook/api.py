@@ -27,7 +27,7 @@ from projections.render import format_state
 from projections.repository import PlaybookRepository
 from projections.snapshot import playbook_dict, read_snapshot
 
-from playbook.wiring.diagnostics import report, warn
+from playbook.wiring.diagnostics import report, report_taken_in, warn
 from playbook.wiring.project import repository
 
 
@@ -133,6 +133,19 @@ def _new_dict(playbook: dict[str, Any], state: PlaybookState) -> LoadedPlaybook:
     return result
 
 
+def _scrubbed(value: Any, what: str) -> Any:
+    """`value` (an extraction result, operations) with its secrets redacted, as the learner redacts a model's
+    reply; one line on stderr says which kinds, if any."""
+    from projections.scrub import Redactor  # detect-secrets: loaded by the calls that take in texts
+
+    redactor = Redactor()
+    scrubbed = redactor.value(value)
+    said = redactor.said()
+    if said is not None:
+        warn(f"{said} from {what}")
+    return scrubbed
+
+
 def _apply_curator_operations(state: PlaybookState, operations: list[Any]) -> list[Event]:
     """The events of curator `operations` on `state` (REQ-CUR-002..005, 009, 013)."""
     return decide(state, ApplyOperations(operations))
@@ -154,7 +167,7 @@ def load_playbook() -> dict[str, Any]:
         warn(f"{exc}; the playbook is read without recording anything")
         state, taken_in = _read_only_state(repo), ()
     for committed in taken_in:
-        report(committed.events)
+        report_taken_in(committed)
     if repo.diverged is not None:
         from playbook.wiring.diagnostics import divergence_line
 
@@ -183,6 +196,7 @@ def save_playbook(playbook: dict[str, Any]) -> None:
     if "sections" not in playbook:
         raise AssertionError("Playbook must have 'sections' key. Got keys: " + str(list(playbook.keys())))
     playbook.pop("key_points", None)
+    _scrub_in_place(playbook)
     base = _origin(playbook)
     pending: list[Command] = list(getattr(playbook, "pending", []) or []) if base is not None else []
     reported: list[Event] = []
@@ -206,6 +220,19 @@ def save_playbook(playbook: dict[str, Any]) -> None:
         saved.high_water = dict(committed.state.high_water)
         playbook.origin, playbook.pending = saved, []
     report(committed.events)
+
+
+def _scrub_in_place(playbook: dict[str, Any]) -> None:
+    """Redact the secrets of `playbook` where they are, so that the caller's dict says what the log will; one
+    line on stderr says which kinds, if any. What a caller wrote into the dict by hand enters the log
+    like a model's reply, and is scrubbed like one."""
+    from projections.scrub import Redactor  # detect-secrets: loaded by a save, not by a read
+
+    redactor = Redactor()
+    redactor.in_place(playbook)
+    said = redactor.said()
+    if said is not None:
+        warn(f"{said} from the playbook before storing it")
 
 
 def _follow_log(playbook: LoadedPlaybook, committed: Committed, reported: list[Event]) -> None:
@@ -242,7 +269,7 @@ def update_playbook_data(playbook: dict[str, Any], extraction_result: dict[str, 
     the caller's dict is never changed and a new dict is returned (the original one
     if the operations raise).
     """
-    result = extraction_result if isinstance(extraction_result, dict) else {}
+    result = _scrubbed(extraction_result, "the extraction result") if isinstance(extraction_result, dict) else {}
     operations = result.get("operations")
     state = _state_of(playbook)
     if isinstance(operations, list):
@@ -274,6 +301,7 @@ def apply_structured_operations(playbook: dict[str, Any], operations: list[dict[
     """
     if not isinstance(operations, list) or not operations:
         return playbook
+    operations = _scrubbed(operations, "the operations")
     state = _state_of(playbook)
     try:
         events = _apply_curator_operations(state, operations)

@@ -5,6 +5,10 @@ only record of the playbook. A playbook.json that reflects a log position this l
 (`Divergence`) is the last copy of what it holds beyond the log: it is recorded as moved aside, then
 moved to `playbook.json.ahead-*`; unreadable bytes go to `playbook.json.unreadable-*` and a legacy file
 is copied to `playbook.json.legacy-*` before its import, so no byte is lost.
+
+What a hand edit or a legacy file holds is scrubbed of secrets before it is decided, as a model's reply
+is: it would otherwise reach every later session and everyone the log is shared with. The transaction's
+note says which kinds were redacted, never the values.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import os
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -99,8 +103,9 @@ class Outside:
                 return Housekept(PlaybookState(), Position(), ())  # nothing yet, or our own empty projection
             data = msgspec.to_builtins(found.snapshot) if found.snapshot is not None else found.data
             kept = self._keep_original()
-            return self._commit([ImportLegacy(data=data, path=path, genesis=True, kept_at=kept)],
-                                Cause(source="import", note="playbook.json found without a log"))
+            taken = scrubbed_content(data, "playbook.json found without a log")
+            return self._commit([ImportLegacy(data=taken.data, path=path, genesis=True, kept_at=kept)],
+                                Cause(source="import", note=taken.note))
         if found is not None and found.snapshot is None:
             return self._import_manual_edit(found)
         return None
@@ -141,8 +146,9 @@ class Outside:
     def _import_manual_edit(self, found: ReadSnapshot) -> Housekept:
         """A playbook.json that differs from what the log says it should be: its edits become events."""
         base = self._claimed_base(found.data)
-        return self._commit([ReplaceContent(target=found.data, origin="manual_edit", base=base)],
-                            Cause(source="manual_edit", note=f"{self.snapshot_path.name} edited by hand"))
+        taken = scrubbed_content(found.data, f"{self.snapshot_path.name} edited by hand")
+        return self._commit([ReplaceContent(target=taken.data, origin="manual_edit", base=base)],
+                            Cause(source="manual_edit", note=taken.note))
 
     def _claimed_base(self, data: object) -> PlaybookState | None:
         """The state at the log position an edited snapshot still claims, if that claim holds."""
@@ -174,6 +180,38 @@ class Outside:
     def _aside_name(self, kind: str) -> Path:
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
         return self.snapshot_path.with_name(f"{self.snapshot_path.name}.{kind}-{stamp}")
+
+
+REDACTED = "; redacted "
+"""Where a transaction's note, after saying what it took in, goes on to say which secrets it redacted."""
+
+
+class Scrubbed(NamedTuple):
+    """A playbook file's content with its secrets redacted; the transaction's note, saying which kinds when
+    there were any; and `redacted N secrets (kinds)`, or None."""
+
+    data: Any
+    note: str
+    said: str | None
+
+
+def scrubbed_content(data: Any, note: str) -> Scrubbed:
+    """`data` (a playbook file read whole) with its secrets redacted, and `note` saying which kinds, if any.
+
+    Whatever a hand edit or an old file holds enters the log and every later session the same way a
+    model's reply would: it is scrubbed like one."""
+    from .scrub import Redactor  # detect-secrets: loaded only when there is a file to take in
+
+    redactor = Redactor()
+    scrubbed = redactor.value(data)
+    said = redactor.said()
+    return Scrubbed(scrubbed, note if said is None else f"{note}; {said} before storing it", said)
+
+
+def redactions_said(committed: Committed) -> str | None:
+    """The note of a transaction that took in playbook.json, when it says secrets were redacted from it."""
+    note = committed.commit.note or ""
+    return note if committed.commit.source in ("manual_edit", "import") and REDACTED in note else None
 
 
 def _json_kind(value: object) -> str:

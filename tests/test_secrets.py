@@ -3,6 +3,7 @@ whole learning cycle (hook, background learner, fake API, CLI) with every kind p
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -14,10 +15,10 @@ import pytest
 
 from eventlog.decide import ApplyOperations
 from eventlog.events import Cause
-from playbook.learner.scrub import find_secrets, scrub
+from projections.scrub import find_secrets, scrub
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, reply_text, request_texts
-from tests.secret_corpus import PLANTED, all_planted, code_heavy_text, contexts
+from tests.secret_corpus import GENERATED, NEAR_MISSES, PLANTED, all_planted, code_heavy_text, contexts, generated
 from tests.test_e2e_claude_code import CLAUDE
 from tests.test_learning_cli import store_login
 
@@ -38,7 +39,28 @@ def test_every_planted_secret_is_caught_in_every_context_and_keeps_its_kind(kind
 def test_the_corpus_covers_every_kind_the_scrubber_must_know():
     assert set(PLANTED) >= {"aws-access-key", "aws-secret-key", "anthropic-api-key", "openai-api-key",
                             "google-api-key", "github-token", "gitlab-token", "slack-token", "slack-webhook",
-                            "stripe-key", "private-key", "jwt", "url-password", "secret-assignment"}
+                            "stripe-key", "private-key", "jwt", "url-password", "secret-assignment", "npm-token"}
+
+
+@pytest.mark.parametrize("text", NEAR_MISSES)
+def test_what_only_looks_like_a_secret_is_left_alone(text):
+    assert find_secrets(text) == [], scrub(text)
+
+
+# Of the shapes that are easy to miss, at most this share may get through: an AWS secret key whose lower-case
+# runs read like an identifier's words, a URL password shaped like a shell variable ($Abc) are left, about
+# 2 in 10,000 each.
+MIN_CAUGHT = 0.998
+
+
+@pytest.mark.parametrize("item", GENERATED)
+def test_random_secrets_of_the_shapes_easy_to_miss_are_caught(item):
+    """npm tokens on their own, shell passwords of letters only, quoted values after a secret's name, AWS secret
+    keys without their name, URL passwords in every scheme: 1000 drawn at random, nearly all caught."""
+    drawn = generated(item)
+    missed = [text for text, secret in drawn if secret in scrub(text)]
+    print(f"{item}: {len(drawn) - len(missed)}/{len(drawn)} caught")
+    assert len(drawn) - len(missed) >= MIN_CAUGHT * len(drawn), missed[:10]
 
 
 def test_a_private_key_block_cut_short_by_a_truncated_tool_output_is_redacted_to_its_end():
@@ -92,15 +114,29 @@ def _transcript(path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def _models(body: dict):
+def _escaped(value: object) -> str:
+    """`value` as JSON with every character of every string written as a `\\uXXXX` escape: valid JSON a model
+    may write, in which no secret can be seen until it is decoded."""
+    if isinstance(value, str):
+        units = value.encode("utf-16-be")
+        return '"' + "".join(f"\\u{units[i]:02x}{units[i + 1]:02x}" for i in range(0, len(units), 2)) + '"'
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_escaped(key)}: {_escaped(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_escaped(item) for item in value) + "]"
+    return json.dumps(value)
+
+
+def _models(body: dict, escaped: bool = False):
     """Reflector and curator that quote every planted secret back, in every field the learner records."""
     secrets = [text for _, text, _ in all_planted()]
+    encode = _escaped if escaped else json.dumps
     if "You are the reflector" in request_texts(body):
-        return reply_text(json.dumps({
+        return reply_text(encode({
             "analysis": "The session used " + "; ".join(secrets),
             "bullet_tags": [{"name": "pat-001", "tag": "helpful", "rationale": f"worked with {secrets[1]}"}],
         }))
-    return reply_text(json.dumps({
+    return reply_text(encode({
         "reasoning": "Remember the credentials: " + "; ".join(secrets),
         "operations": [{"type": "ADD", "section": "PROJECT CONTEXT", "text": f"Credential {i}: {secret}"}
                        for i, secret in enumerate(secrets[:9])]
@@ -114,9 +150,11 @@ def _run(args: list[str], env: dict[str, str], stdin: bytes = b"") -> subprocess
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["api", "cli"])
-def test_a_learning_cycle_sends_records_and_prints_no_planted_secret(tmp_path, backend):
-    """With a key, and on a login through the Claude Code CLI: what goes out and what comes back is scrubbed."""
+@pytest.mark.parametrize(("backend", "escaped"), [("api", False), ("cli", False), ("api", True)],
+                         ids=["api", "cli", "api, replies escaped"])
+def test_a_learning_cycle_sends_records_and_prints_no_planted_secret(tmp_path, backend, escaped):
+    """With a key, and on a login through the Claude Code CLI: what goes out and what comes back is scrubbed,
+    in a reply's text and again once its JSON is decoded (a `\\u0067hp_...` escape hides a token from the first)."""
     if backend == "cli" and CLAUDE is None:
         if os.environ.get("CI") == "true":
             raise AssertionError("Claude Code must be installed in CI")
@@ -130,7 +168,7 @@ def test_a_learning_cycle_sends_records_and_prints_no_planted_secret(tmp_path, b
         [ApplyOperations([{"type": "ADD", "text": "run the tests", "section": "PATTERNS & APPROACHES"}])],
         Cause(source="test"))
     values = [value for _, _, value in all_planted()]
-    with FakeAnthropic(_models) as api:
+    with FakeAnthropic(functools.partial(_models, escaped=escaped)) as api:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "AGENTIC_CONTEXT_", "PLAYBOOK_"))}
         env |= {"HOME": str(home), "CLAUDE_PROJECT_DIR": str(project), "ANTHROPIC_BASE_URL": api.url,
                 "PLAYBOOK_UPDATE_ON_EXIT": "1", "PLAYBOOK_RETRY_BASE_DELAY": "0.01"}

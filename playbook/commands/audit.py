@@ -24,6 +24,7 @@ from eventlog.evolve import apply_transaction
 from eventlog.registry import FAMILIES, SHORT_NAMES, TAGS, mentions, tag_of
 from eventlog.store import Committed, LogReader, Transaction
 from eventlog.wholecheck import parallel_fold
+from projections.outside import scrubbed_content
 from projections.repository import PlaybookRepository
 from projections.snapshot import playbook_dict
 from projections.revert import RevertPlan
@@ -32,6 +33,7 @@ from projections.timeline import Timeline, read_transaction
 from projections.usage import UsageReport, usage_report
 
 from playbook.errors import UsageError
+from playbook.wiring.diagnostics import warn
 from .when import check_prefix, resolve
 
 
@@ -200,6 +202,8 @@ def import_file(repo: PlaybookRepository, file: str) -> Imported:
     # A name that is not UTF-8 arrives with lone surrogates (surrogateescape), which the log cannot
     # hold: its undecodable bytes are recorded as backslash escapes of the bytes (\xff).
     shown = str(path.resolve()).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    taken = scrubbed_content(data, f"playbook import {shown}")
+    data = taken.data
 
     decided: list[Event] = []
 
@@ -212,7 +216,9 @@ def import_file(repo: PlaybookRepository, file: str) -> Imported:
             return []  # every entry is already in the playbook: nothing to record
         return decided
 
-    committed = repo.append(decider, Cause(source="import", note=f"playbook import {shown}"))
+    committed = repo.append(decider, Cause(source="import", note=taken.note))
+    if committed is not None and taken.said is not None:
+        warn(f"{taken.said} from {shown} before storing it")
     events = committed.events if committed is not None else decided
     skipped = [e for e in events if isinstance(e, OperationSkipped)]
     return Imported(

@@ -4,6 +4,10 @@ Each is decided by the same rules as a curator's operation (`ApplyOperations`) a
 transaction attributed to the user (source `manual:<verb>`, with the Claude Code session it was
 typed in, when there is one). A request the rules would skip (an unknown ID, a text already in
 the playbook) records nothing and is refused with one line saying why.
+
+What the user types is scrubbed like a model's reply before it is decided: a secret pasted into
+`playbook add` (or `/remember`) would otherwise be injected into every later session and shared
+with the log. One line on stderr, and the transaction's note, say which kinds were redacted.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from projections.repository import PlaybookRepository
 from projections.timeline import Timeline, read_transaction
 
 from playbook.errors import UsageError
+from playbook.wiring.diagnostics import warn
 
 Verb = Literal["add", "edit", "rm"]
 
@@ -68,14 +73,25 @@ def _existing(state: PlaybookState, name: str) -> None:
         raise PlaybookError(f"no key point {name} in the playbook (playbook show lists them)")
 
 
-def _cause(verb: Verb, detail: str) -> Cause:
+def _cause(verb: Verb, detail: str, said: str | None) -> Cause:
     # Inside Claude Code (a slash command, or Claude running the CLI), the session it was typed in.
     session = os.environ.get("CLAUDE_CODE_SESSION_ID") or None
-    return Cause(source=f"manual:{verb}", session=session, note=f"by the user: playbook {verb} {detail}"[:200])
+    note = f"by the user: playbook {verb} {detail}"[:200]
+    return Cause(source=f"manual:{verb}", session=session, note=note if said is None else f"{note}; {said}")
 
 
-def _apply(repo: PlaybookRepository, operation: dict[str, Any], verb: Verb, detail: str) -> Committed:
-    """Decide `operation` under the log's lock and append it, or refuse it whole with the rules' reason."""
+def _scrubbed(text: str) -> tuple[str, str | None]:
+    """`text` with its secrets redacted, and `redacted N secrets (kinds)` when there were any."""
+    from projections.scrub import Redactor  # detect-secrets: loaded for a typed text, not for `undo`
+
+    redactor = Redactor()
+    return redactor.text(text), redactor.said()
+
+
+def _apply(repo: PlaybookRepository, operation: dict[str, Any], verb: Verb, detail: str, said: str | None = None,
+           what: str = "the text") -> Committed:
+    """Decide `operation` under the log's lock and append it, or refuse it whole with the rules' reason;
+    `said` is what was redacted from `what` the user typed, told once the change is stored."""
     refused: list[OperationSkipped] = []
 
     def decider(state: PlaybookState) -> list[Event]:
@@ -83,41 +99,46 @@ def _apply(repo: PlaybookRepository, operation: dict[str, Any], verb: Verb, deta
         refused[:] = [e for e in events if isinstance(e, OperationSkipped)]
         return [] if refused else events
 
-    committed = repo.append(decider, _cause(verb, detail))
+    committed = repo.append(decider, _cause(verb, detail, said))
     if refused:
         skip = refused[0]
         raise EditRefused(f"nothing changed: {skip.detail}", reason=skip.reason)
     if committed is None:
         raise PlaybookError("nothing changed")
+    if said is not None:
+        warn(f"{said} from {what} before storing it")
     return committed
 
 
 def add(repo: PlaybookRepository, text: str, section: str | None = None) -> Committed:
     """Add a key point in `section` (OTHERS when None); refused when the playbook already holds the text."""
     canonical = section_named(section)
-    value = _text(text)
+    value, said = _scrubbed(text)
+    value = _text(value)
     held = next((kp.name for _, kp in repo.state().entries() if kp.text == value), None)
     if held is not None:
         raise EditRefused(f"nothing changed: the playbook already holds this text as {held}", reason="duplicate_text")
-    return _apply(repo, {"type": "ADD", "text": value, "section": canonical}, "add", f"in {canonical}")
+    return _apply(repo, {"type": "ADD", "text": value, "section": canonical}, "add", f"in {canonical}", said)
 
 
 def edit(repo: PlaybookRepository, name: str, text: str) -> Committed:
     """Re-word key point `name`; refused for an unknown ID or the text it already has."""
-    value = _text(text)
+    value, said = _scrubbed(text)
+    value = _text(value)
     state = repo.state()
     _existing(state, name)
     current = state.get(name)
     if current is not None and current.text == value:
         raise EditRefused(f"nothing changed: {name} already reads so", reason="unchanged_text")
-    return _apply(repo, {"type": "UPDATE", "target_id": name, "text": value}, "edit", name)
+    return _apply(repo, {"type": "UPDATE", "target_id": name, "text": value}, "edit", name, said)
 
 
 def remove(repo: PlaybookRepository, name: str, reason: str | None = None) -> Committed:
     """Delete key point `name`, with the user's reason (kept in the log); refused for an unknown ID."""
     _existing(repo.state(), name)
-    why = (reason or "").strip() or "removed by the user"
-    return _apply(repo, {"type": "DELETE", "target_id": name, "reason": why}, "rm", name)
+    why, said = _scrubbed((reason or "").strip()) if reason else ("", None)
+    return _apply(repo, {"type": "DELETE", "target_id": name, "reason": why or "removed by the user"}, "rm", name,
+                  said, "the reason")
 
 
 # --- undo ---------------------------------------------------------------------------------------------

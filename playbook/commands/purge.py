@@ -1,6 +1,6 @@
 """`playbook purge --secrets | --match TEXT`: take a secret out of the log's whole history.
 
-The detector is `playbook.learner.scrub`'s, the one the learner runs before anything is sent or
+The detector is `projections.scrub`'s, the one the learner runs before anything is sent or
 recorded; `--match` redacts a text the user names (recorded as `match`, never quoted).
 The rewrite itself is `projections.purge`'s.
 """
@@ -26,7 +26,7 @@ MIN_MATCH = 4
 
 
 def secrets_redactor() -> Redact:
-    from playbook.learner.scrub import find_secrets, scrub
+    from projections.scrub import find_secrets, scrub
 
     def redact(text: str) -> tuple[str, int]:
         found = find_secrets(text)
@@ -46,7 +46,7 @@ def match_redactor(needle: str) -> Redact:
 def still_holding(claude_dir: Path, needle: str | None) -> list[Path]:
     """Files under `.claude/` besides the log that still hold what was purged (kept tails, legacy copies, the
     learner's log): the purge does not rewrite them, the user should look at them."""
-    from playbook.learner.scrub import find_secrets
+    from projections.scrub import find_secrets
 
     found = []
     for path in sorted(claude_dir.rglob("*")):

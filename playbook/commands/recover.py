@@ -27,8 +27,11 @@ from eventlog.events import Cause, Event, SnapshotSetAside
 from eventlog.evolve import apply_transaction
 from eventlog.store import Committed, Position
 from eventlog.values import Origin
+from projections.outside import REDACTED, scrubbed_content
 from projections.repository import PlaybookRepository
 from projections.snapshot import claimed_position, read_snapshot
+
+from playbook.wiring.diagnostics import warn
 
 SOURCE = "recover"
 ORIGIN: Final[Origin] = "recovery"
@@ -63,7 +66,8 @@ def recover(repo: PlaybookRepository, file: str | None = None) -> Recovered:
         raise RecoverError(f"{path} holds no playbook (a JSON object with sections)")
     note = f"recovered {path.name}"
     base, where = _base(repo, path, data, note)
-    target = {key: value for key, value in data.items() if key != "log"}
+    taken = scrubbed_content({key: value for key, value in data.items() if key != "log"}, note)
+    target = taken.data
 
     def decider(state: PlaybookState) -> list[Event]:
         wanted = _not_held(state, target)
@@ -71,7 +75,9 @@ def recover(repo: PlaybookRepository, file: str | None = None) -> Recovered:
             _known_part(state, wanted, same_text=True)
         return decide_all(state, [ReplaceContent(target=wanted, origin=ORIGIN, base=start)])
 
-    committed = repo.append(decider, Cause(source=SOURCE, note=note))
+    committed = repo.append(decider, Cause(source=SOURCE, note=taken.note))
+    if committed is not None and taken.said is not None:
+        warn(f"{taken.said} from {path.name} before storing it")
     return Recovered(path=str(path), committed=committed, base=where)
 
 
@@ -88,7 +94,7 @@ def _base(repo: PlaybookRepository, path: Path, data: dict[str, Any], note: str)
     where the file says it stood when the log still holds that point; None when neither is known."""
     state, base, where = PlaybookState(), None, "unknown"
     for transaction in repo.store.read():
-        if transaction.commit.source == SOURCE and transaction.commit.note == note:
+        if transaction.commit.source == SOURCE and (transaction.commit.note or "").partition(REDACTED)[0] == note:
             raise RecoverError(f"{path.name} was already recovered, in transaction {transaction.commit.tx}")
         if base is None and any(isinstance(e, SnapshotSetAside) and e.moved_to == path.name and e.kind == "ahead"
                                 for e in transaction.events):

@@ -23,12 +23,12 @@ from eventlog.errors import PlaybookError
 from eventlog.events import encodable_json
 from eventlog.values import CallOutcome, ModelRole
 from projections.render import load_template
+from projections.scrub import scrub, scrub_value
 
 from .backend import DEFAULT_MODEL, ModelConfig, model_config  # noqa: F401  (part of this module's interface)
 from playbook.wiring.diagnostics import is_diagnostic_mode, save_diagnostic, warn
 from .prompting import Playbook, curator_prompt, reflector_prompt, render_messages
 from .replies import build_playbook_dict, extract_json, parse_curator_reply, parse_extraction_reply
-from .scrub import scrub
 
 MAX_RETRIES = 3
 BASE_DELAY = 2.0
@@ -202,6 +202,12 @@ def _reply_text(reply: Any) -> str:
                    if getattr(block, "type", "") == "text" and isinstance(text := getattr(block, "text", None), str))
 
 
+def _decoded(data: Any) -> Any:
+    """A reply's JSON, decoded, with its strings scrubbed again: `complete` scrubbed the reply's text, where a
+    JSON escape (`\\u0067hp_...`, `wJalr...\\/K7MD...`) hides a secret that decoding brings back."""
+    return scrub_value(data)
+
+
 async def reflect(messages: Sequence[Any], playbook: Playbook, cited_ids: Sequence[str], config: ModelConfig,
                   as_given: bool = False, calls: list[ModelCall] | None = None) -> dict[str, Any]:
     """The reflector's analysis and tags. Raises ModelError when the reply holds no JSON object.
@@ -210,7 +216,7 @@ async def reflect(messages: Sequence[Any], playbook: Playbook, cited_ids: Sequen
     Evaluate record a value that is not a list, rather than drop it unseen).
     """
     prompt = reflector_prompt(messages, playbook, cited_ids)
-    data = extract_json(await complete(prompt, config, "reflector", calls))
+    data = _decoded(extract_json(await complete(prompt, config, "reflector", calls)))
     if data is None:
         raise ModelError("the reflector's reply holds no JSON object")
     analysis = data.get("analysis", "")
@@ -229,10 +235,10 @@ async def curate(reflector_output: dict[str, Any], playbook: Playbook, config: M
     """
     prompt = curator_prompt(reflector_output, playbook)
     text = await complete(prompt, config, "curator", calls)
-    data = extract_json(text)
+    data = _decoded(extract_json(text))
     if data is None:
         raise ModelError("the curator's reply holds no JSON object")
-    curation = parse_curator_reply(text)
+    curation: dict[str, Any] = _decoded(parse_curator_reply(text))
     if as_given:
         curation["operations"] = data.get("operations", [])
     return curation
@@ -277,7 +283,8 @@ async def extract_keypoints(messages: Sequence[Any], playbook: dict[str, Any]) -
             playbook=json.dumps(build_playbook_dict(playbook), ensure_ascii=False, indent=2),
             trajectories=render_messages(messages),
         )
-        return parse_extraction_reply(await complete(prompt, config, "extraction"))
+        extracted: dict[str, Any] = _decoded(parse_extraction_reply(await complete(prompt, config, "extraction")))
+        return extracted
     except Exception as exc:  # the spec's boundary: never raises, records what it caught
         _caught("extract_keypoints", exc)
         return empty

@@ -14,8 +14,7 @@ from typing import Any
 from eventlog.decide import content_state
 from eventlog.domain import PlaybookState
 from projections.render import format_state, load_template
-
-from .scrub import scrub
+from projections.scrub import scrub
 
 MAX_TRANSCRIPT_CHARS = 200_000
 

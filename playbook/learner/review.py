@@ -130,7 +130,7 @@ def operation_text(operation: Any) -> str | None:
 
 def _scrubbed(text: str) -> str:
     """What the user typed, with any secret in it redacted: it goes into the log like a model's reply."""
-    from .scrub import scrub  # detect-secrets: imported when a text is typed, not for a listing
+    from projections.scrub import scrub  # detect-secrets: imported when a text is typed, not for a listing
 
     return scrub(text)
 

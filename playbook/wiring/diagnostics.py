@@ -15,8 +15,9 @@ from pathlib import Path
 from eventlog import events as ev
 from eventlog.domain import PRUNE_RULE
 from eventlog.files import FILE_MODE, make_dirs
+from eventlog.store import Committed
 
-from projections.outside import Divergence
+from projections.outside import Divergence, redactions_said
 from projections.repository import PlaybookRepository
 
 from .project import Opened, claude_dir
@@ -166,7 +167,7 @@ def report_opened(repos: Opened, injected: bool = False) -> None:
     told: set[Path] = set(repos.told)
     for repo in repos:
         for committed in repo.taken_in:
-            report(committed.events)
+            report_taken_in(committed)
             if any(isinstance(event, ev.SnapshotSetAside) and event.kind != "unreadable" for event in committed.events):
                 told.add(repo.claude_dir)
     for repo in repos:
@@ -176,6 +177,15 @@ def report_opened(repos: Opened, injected: bool = False) -> None:
         divergence = repo.divergence()
         if divergence is not None:
             warn(divergence_line(divergence, injected))
+
+
+def report_taken_in(committed: Committed) -> None:
+    """`report` of a transaction that took in what waited outside the log, and the line that says which
+    secrets were redacted from it, if any (the kinds, never the values)."""
+    report(committed.events)
+    said = redactions_said(committed)
+    if said is not None:
+        warn(said)
 
 
 def _without(lines: list[str], said: list[str]) -> list[str]:
