@@ -145,5 +145,13 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"playbook: {clean(str(exc))}", file=sys.stderr)
         return 2 if isinstance(exc, UsageError) else 1
+    except OSError as exc:
+        # What no command foresaw (a file where a directory must be, a full disk, a permission): one line with
+        # the file and the system's reason, never a traceback. The log is written whole or not at all.
+        from playbook.rendering.safe_text import clean
+
+        where = f": {clean(str(exc.filename))}" if exc.filename else ""
+        print(f"playbook: {clean(exc.strerror or type(exc).__name__)}{where}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
