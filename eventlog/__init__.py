@@ -8,9 +8,11 @@ rule with it, which would cost every command and hook their start-up time.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # not typing's: a quick path importing one module (`safefiles`) does not pay for typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from .decide import AddNewKeyPoints, ApplyOperations, Command, Evaluate, ImportLegacy, Prune, ReplaceContent, decide
     from .decide import decide_all
     from .domain import SECTION_SLUGS, KeyPoint, PlaybookState, generate_keypoint_name, resolve_section
