@@ -1,9 +1,8 @@
-"""The modes of the files and directories the log and its projections create."""
+"""The modes of the files and directories the log and its projections create (`safefiles` creates them)."""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 SHARED_FILES = os.environ.get("PLAYBOOK_SHARED_FILES", "").lower() not in ("", "0", "false", "no")
 """The setting `PLAYBOOK_SHARED_FILES=1`: files follow the umask (group may read), as other tools' files do."""
@@ -13,24 +12,3 @@ unless shared; the umask applies on top, and none is ever world-writable."""
 DIR_MODE = 0o775 if SHARED_FILES else 0o700
 """Mode of every directory created here: never world-writable, whatever the umask."""
 
-
-def make_dirs(path: Path) -> None:
-    """Create `path` and its missing parents with DIR_MODE: a umask of 000 never makes one world-writable."""
-    missing = []
-    while not path.exists() and path != path.parent:
-        missing.append(path)
-        path = path.parent
-    for directory in reversed(missing):
-        try:
-            directory.mkdir(mode=DIR_MODE)
-        except FileExistsError:
-            pass
-
-
-def fsync_dir(directory: Path) -> None:
-    """Make a rename or creation inside `directory` durable: on POSIX only the directory's own fsync does."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from eventlog.errors import PlaybookError
 from eventlog.checks import hash_at
+from eventlog.safefiles import remove_file
 from projections.checkpoints import CHECKPOINT_DIR, clear
 from projections.merge import MergeOutcome, merge_logs, write_merged
 from projections.repository import PlaybookRepository
@@ -29,7 +30,7 @@ def merge_driver(ancestor: str, ours: str, theirs: str, path: str = "") -> int:
         outcome = merge_logs(Path(ours), Path(theirs), Path(ancestor), note=f"git merge of {path or 'the log'}",
                              labels=(f"ours ({shown})", f"theirs ({shown})", f"the merge base of {shown}"))
         if not outcome.unchanged:
-            write_merged(outcome, Path(ours), Path(theirs), Path(ours))
+            write_merged(outcome, Path(ours), Path(theirs), Path(ours))  # %A: git made it, in a directory git named
     except PlaybookError as exc:
         print(f"playbook: cannot merge {clean(shown)}: {clean(str(exc))}", file=sys.stderr)
         return 1
@@ -50,7 +51,7 @@ def merge_file(repo: PlaybookRepository, other: Path) -> MergeOutcome:
         outcome = merge_logs(log, other, None, note=f"merge of {other.name}",
                              labels=(str(log), str(other), "the ancestor"))
         if not outcome.unchanged:
-            write_merged(outcome, log, other, log)
+            write_merged(outcome, log, other, log, repo.root)
         return outcome
 
     return repo.replace_log(build)
@@ -88,9 +89,9 @@ def after_git(project: Path) -> str | None:
     if found is not None and found.snapshot is not None and found.snapshot.log is not None:
         _state, position = state_of(found.snapshot)
         if position.offset > repo.store.size() or not hash_at(repo.log_path, position):
-            repo.snapshot_path.unlink(missing_ok=True)
-            repo.injection_path.unlink(missing_ok=True)
-            clear(repo.claude_dir / CHECKPOINT_DIR)
+            remove_file(repo.snapshot_path, repo.root)
+            remove_file(repo.injection_path, repo.root)
+            clear(repo.claude_dir / CHECKPOINT_DIR, repo.root)
             found = None
     if not has_log:
         return None

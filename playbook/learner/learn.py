@@ -35,10 +35,10 @@ from eventlog.decide import CompleteLearning, DeferLearning, Evaluate, FailLearn
 from eventlog.decide import RequestLearning, SkipLearning, decide
 from eventlog.decide import decide_all
 from eventlog.domain import PendingLearning, PlaybookState
-from eventlog.errors import PlaybookError
+from eventlog.errors import PlaybookError, StorageError
 from eventlog.events import Cause
 from eventlog.evolve import fold
-from eventlog.files import FILE_MODE
+from eventlog.safefiles import create, directory
 from eventlog.store import utc_now
 from projections.repository import PlaybookRepository
 
@@ -77,9 +77,12 @@ def request_learning(project: Path, hook: str, transcript: str, session: str | N
 
 
 def spawn_learner(project: Path) -> None:
-    """Start `playbook learn --pending` for `project`, detached: it outlives the hook and Claude Code."""
-    log_path = claude_dir(project) / LEARN_LOG
-    with os.fdopen(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE), "ab") as log:
+    """Start `playbook learn --pending` for `project`, detached: it outlives the hook and Claude Code.
+
+    Its output goes to `.claude/playbook.learn.log`, appended to without following a link (`eventlog.safefiles`)."""
+    with directory(claude_dir(project), project, create=True) as dir_fd:
+        fd = create(dir_fd, LEARN_LOG, append=True)
+    with os.fdopen(fd, "ab") as log:
         subprocess.Popen(
             # -I: the learner runs in the project's directory, whose own `playbook/` must not be imported.
             [sys.executable, "-I", "-m", "playbook", "--project", str(project), "learn", "--pending"],
@@ -90,7 +93,15 @@ def spawn_learner(project: Path) -> None:
 
 @contextmanager
 def learning_lock(project: Path) -> Iterator[None]:
-    fd = os.open(claude_dir(project) / LEARN_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
+    """Hold the project's learner lock (`.claude/playbook.learn.lock`, blocking): one learner at a time.
+
+    Follows no link (`eventlog.safefiles`): a lock a repository carries as a link is a `StorageError`, one line."""
+    path = claude_dir(project) / LEARN_LOCK
+    try:
+        with directory(path.parent, project, create=True) as dir_fd:
+            fd = create(dir_fd, LEARN_LOCK, read=True)
+    except OSError as exc:
+        raise StorageError.failed("lock", path, exc) from exc
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

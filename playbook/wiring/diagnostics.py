@@ -14,7 +14,7 @@ from pathlib import Path
 
 from eventlog import events as ev
 from eventlog.domain import PRUNE_RULE
-from eventlog.files import FILE_MODE, make_dirs
+from eventlog.safefiles import create, directory
 
 from projections.outside import Divergence
 from projections.repository import PlaybookRepository
@@ -22,17 +22,23 @@ from projections.repository import PlaybookRepository
 from .project import Opened, claude_dir
 from playbook.rendering.safe_text import clean
 
+DIAGNOSTIC_DIR = "diagnostic"
+
 
 def is_diagnostic_mode() -> bool:
     return (claude_dir() / "diagnostic_mode").exists()
 
 
 def save_diagnostic(content: str, name: str) -> Path:
-    """Write one diagnostic file under `<project>/.claude/diagnostic/` and return its path."""
-    directory = claude_dir() / "diagnostic"
-    make_dirs(directory)
-    path = directory / f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S-%f}_{name}.txt"
-    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE), "w", encoding="utf-8") as out:
+    """Write one diagnostic file under `<project>/.claude/diagnostic/` and return its path.
+
+    Follows no link: the directory is reached (made when missing) from the project one component at a
+    time without following a link out of it, and the file is created in it as a regular file only."""
+    where = claude_dir()
+    path = where / DIAGNOSTIC_DIR / f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S-%f}_{name}.txt"
+    with directory(path.parent, where.parent, create=True) as dir_fd:
+        fd = create(dir_fd, path.name, truncate=True)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
         out.write(content)
     return path
 
@@ -155,8 +161,11 @@ def report(events: list[ev.Event], already: list[ev.Event] | None = None) -> Non
     for line in stderr:
         warn(line)
     if notes and is_diagnostic_mode():
-        for name, lines in notes.items():
-            save_diagnostic("\n".join(lines) + "\n", name)
+        try:
+            for name, lines in notes.items():
+                save_diagnostic("\n".join(lines) + "\n", name)
+        except OSError as exc:  # the next would fail alike: one line says so
+            warn(f"diagnostic files not written: {exc}")
 
 
 def report_opened(repos: Opened, injected: bool = False) -> None:
