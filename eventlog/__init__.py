@@ -7,7 +7,7 @@ rule with it, which would cost every command and hook their start-up time.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # not typing's: the hook scripts import `eventlog.modes` through here, and typing costs them
+TYPE_CHECKING = False  # not typing's: a quick path importing one module (`safefiles`, `files`) does not pay for typing
 if TYPE_CHECKING:
     from typing import Any
 

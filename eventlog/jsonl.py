@@ -24,15 +24,19 @@ from .faults import point as fault
 from .logformat import encoded, start, text
 from . import storage
 from .positions import Position, TornTail, Written
-from .files import FILE_MODE, fsync_dir, make_dirs
+from .safefiles import create, directory, open_existing, write_all
 
 
 class JsonlEventStore:
-    """The log at `path`, locked through `path` + `.lock`."""
+    """The log at `path`, locked through `path` + `.lock`.
 
-    def __init__(self, path: Path) -> None:
+    Every file it writes (the log, its lock, a torn tail's copy) is reached from `root` without following a
+    link (`safefiles`): by default the directory above the log's, the project that holds `.claude/`."""
+
+    def __init__(self, path: Path, root: Path | None = None) -> None:
         self.path = Path(path)
         self.lock_path = self.path.with_name(self.path.name + ".lock")
+        self.root = Path(root) if root is not None else self.path.parent.parent
 
     def exists(self) -> bool:
         return self.size() > 0
@@ -50,13 +54,13 @@ class JsonlEventStore:
     def locked(self) -> Iterator[None]:
         """Hold the exclusive writer lock (blocking)."""
         try:
-            make_dirs(self.path.parent)
+            with directory(self.path.parent, self.root, create=True) as dir_fd:
+                try:
+                    fd = create(dir_fd, self.lock_path.name, read=True)
+                except OSError as exc:
+                    raise StorageError.failed("lock", self.lock_path, exc) from exc
         except OSError as exc:
             raise StorageError.failed("create directory", self.path.parent, exc) from exc
-        try:
-            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
-        except OSError as exc:
-            raise StorageError.failed("lock", self.lock_path, exc) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -84,17 +88,20 @@ class JsonlEventStore:
             cut = handle.read()
         kept = self.path.with_name(f"{self.path.name}.torn-{datetime.now(timezone.utc):%Y%m%dT%H%M%S%fZ}")
         try:
-            with os.fdopen(os.open(kept, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE), "wb") as handle:
-                handle.write(cut)
-                handle.flush()
-                os.fsync(handle.fileno())
-            fault("after-cut")
-            fd = os.open(self.path, os.O_RDWR | os.O_NOFOLLOW)
-            try:
-                os.ftruncate(fd, torn.offset)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            with directory(self.path.parent, self.root) as dir_fd:
+                fd = create(dir_fd, kept.name, truncate=True)
+                try:
+                    write_all(fd, cut)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                fault("after-cut")
+                fd = open_existing(dir_fd, self.path.name)
+                try:
+                    os.ftruncate(fd, torn.offset)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
         except OSError as exc:
             raise StorageError.failed("repair the torn tail of", self.path, exc) from exc
         return TailRepaired(offset=torn.offset, bytes_cut=len(cut), kept_at=kept.name)
@@ -114,22 +121,20 @@ class JsonlEventStore:
         commit, line, running = encoded(storage.commit_record(seq, tx, at, len(stamped), cause), running)
         lines.append(line)
         payload = b"".join(lines)
-        created = not self.path.exists()
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
-            try:
-                found = os.fstat(fd).st_size
-                if found != position.offset:
-                    raise PositionMismatch(self.path, position.offset, found)
-                written = os.write(fd, payload)
-                while written < len(payload):  # a short write to a regular file: finish it
-                    written += os.write(fd, payload[written:])
-                fault("after-write")
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            if created:
-                fsync_dir(self.path.parent)
+            with directory(self.path.parent, self.root, create=True) as dir_fd:
+                fd = create(dir_fd, self.path.name, append=True)
+                try:
+                    found = os.fstat(fd).st_size
+                    if found != position.offset:
+                        raise PositionMismatch(self.path, position.offset, found)
+                    write_all(fd, payload)
+                    fault("after-write")
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                if found == 0:
+                    os.fsync(dir_fd)  # a log just created: its name must survive a crash with its first line
         except OSError as exc:
             raise StorageError.failed("append to", self.path, exc) from exc
         fault("after-fsync")

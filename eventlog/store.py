@@ -27,7 +27,7 @@ from .domain import PlaybookState
 from .events import Event, TransactionCommitted
 from . import registry
 from .evolve import apply_records, apply_transaction, commit_view, fold_views, fold_views_with
-from .files import DIR_MODE, FILE_MODE, SHARED_FILES, make_dirs
+from .files import DIR_MODE, FILE_MODE, SHARED_FILES
 from .logformat import (COMMIT, DECODE_ERRORS, NEWLINE_COMMIT, Link, Running, commit_hash_after, decode_line, digest_at,
                         encode_line, feed, run_hash, split_hash, start, text, upgraded)
 from .positions import Committed, Position, TornTail, Transaction, Written
@@ -36,7 +36,7 @@ from .wholelines import CHUNK_SIZE, WholeLines
 
 __all__ = [  # the line format's helpers, the position types and the file modes are used through the store by its callers
     "CHUNK_SIZE", "Committed", "DIR_MODE", "FILE_MODE", "Position", "SHARED_FILES", "TornTail", "Transaction",
-    "WholeLines", "Written", "decode_line", "encode_line", "make_dirs", "split_hash",
+    "WholeLines", "Written", "decode_line", "encode_line", "split_hash",
 ]
 
 fold_decoder: msgspec.json.Decoder[Any]

@@ -27,7 +27,7 @@ from typing import Any
 import msgspec
 
 from eventlog.errors import CorruptLogError
-from eventlog.files import FILE_MODE
+from eventlog.safefiles import create, directory, write_all
 from eventlog.events import HistoryRewritten
 from eventlog.logformat import COMMIT, DECODE_ERRORS, decode_line, hash_after, split_hash
 from eventlog.store import LogReader, Position
@@ -244,12 +244,14 @@ def _record_at(log: Path, seq: int) -> Any:
     return None
 
 
-def record(log: Path, path: Path, rewrite: int | None = None, from_line: int | None = None) -> Anchor | None:
+def record(log: Path, path: Path, rewrite: int | None = None, from_line: int | None = None,
+           root: Path | None = None) -> Anchor | None:
     """Append the log's current head to `path` (None when it is anchored already).
 
-    The caller holds the log's lock, so the head is the log's end. The log must extend every
-    anchor recorded so far (`check`): an anchor never blesses a rewrite. `rewrite` and
-    `from_line` are a purge's: its record's seq and the first line it rewrote."""
+    Follows no link below `root` (by default the directory above the `.claude` that holds `path`). The
+    caller holds the log's lock, so the head is the log's end. The log must extend every anchor recorded
+    so far (`check`): an anchor never blesses a rewrite. `rewrite` and `from_line` are a purge's: its
+    record's seq and the first line it rewrote."""
     anchors = read_anchors(path)
     lines = log_lines(log)
     end = lines.end
@@ -265,12 +267,10 @@ def record(log: Path, path: Path, rewrite: int | None = None, from_line: int | N
     anchor = Anchor(line=end.line, seq=end.seq, offset=end.offset, head=end.hash,
                     at=datetime.now(timezone.utc).isoformat(timespec="seconds"), from_line=first,
                     tags=base64.b64encode(lines.tags[(first - 1) * TAG_BYTES :]).decode(), rewrite=rewrite)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
+    with directory(path.parent, root if root is not None else path.parent.parent, create=True) as dir_fd:
+        fd = create(dir_fd, path.name, append=True)
     try:
-        data = _encoder.encode(anchor) + b"\n"
-        written = os.write(fd, data)
-        while written < len(data):
-            written += os.write(fd, data[written:])
+        write_all(fd, _encoder.encode(anchor) + b"\n")
         os.fsync(fd)
     finally:
         os.close(fd)

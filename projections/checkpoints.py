@@ -16,11 +16,10 @@ import msgspec
 
 from eventlog.domain import PlaybookState
 from eventlog.checks import hash_at
-from eventlog.files import make_dirs
+from eventlog.safefiles import directory as opened_dir, remove, write_atomically
 from eventlog.store import Position
 
 from .quickroads import CHECKPOINT_DIR, LOG_NAME
-from .snapshot import write_atomically
 
 CHECKPOINT_EVERY = 50_000
 
@@ -39,23 +38,29 @@ def crosses(before: int, after: int, every: int | None = None) -> bool:
     return after // every > before // every
 
 
-def save(directory: Path, state: PlaybookState, position: Position, log: Path | None = None) -> None:
+def save(directory: Path, state: PlaybookState, position: Position, log: Path | None = None,
+         root: Path | None = None) -> None:
     """Keep `state` at `position`, and extend the commit index of `log` (by default the log beside
     `directory`) to its end; failures are ignored (both only save time).
 
-    The index is extended here, a mark at a time, rather than by the first query that needs it:
-    building it for a long log reads the whole file, which no query should wait for."""
+    Follows no link below `root` (by default the directory above the `.claude` that holds `directory`): a
+    checkpoint directory a repository carries as a link out is refused, not written through. The index is
+    extended here, a mark at a time, rather than by the first query that needs it: building it for a long
+    log reads the whole file, which no query should wait for."""
+    root = _root(directory, root)
     try:
-        make_dirs(directory)
-        path = directory / f"{position.seq}.msgpack"
-        if not path.exists():
-            write_atomically(path, msgspec.msgpack.encode(Checkpoint(state=state.copy(), position=position)))
+        with opened_dir(directory, root, create=True) as dir_fd:
+            name = f"{position.seq}.msgpack"
+            try:
+                os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                write_atomically(dir_fd, name, msgspec.msgpack.encode(Checkpoint(state=state.copy(), position=position)))
     except OSError:
         return
     from .commitindex import CommitIndex
 
     try:
-        CommitIndex.load(log or directory.parent / LOG_NAME, directory).close()
+        CommitIndex.load(log or directory.parent / LOG_NAME, directory, root).close()
     except OSError:
         pass
 
@@ -88,26 +93,41 @@ def seq_of(name: str) -> int | None:
     return int(stem)
 
 
-def clear(directory: Path) -> int:
-    """Remove every checkpoint, the commit index and what killed writers left; returns how many files went."""
-    removed = remove_leftovers(directory)
-    for path in [*directory.glob("*.msgpack"), *directory.glob("*.index")] if directory.exists() else []:
-        path.unlink(missing_ok=True)
-        removed += 1
+def clear(directory: Path, root: Path | None = None) -> int:
+    """Remove every checkpoint, the commit index and what killed writers left; returns how many files went.
+
+    Follows no link below `root` (as `save`): nothing is removed where a link leads."""
+    removed = remove_leftovers(directory, root)
+    try:
+        with opened_dir(directory, _root(directory, root)) as dir_fd:
+            for name in os.listdir(dir_fd):
+                if not name.startswith(".") and name.endswith((".msgpack", ".index")):
+                    removed += remove(dir_fd, name)
+    except FileNotFoundError:
+        pass
     return removed
 
 
-def remove_leftovers(directory: Path) -> int:
+def remove_leftovers(directory: Path, root: Path | None = None) -> int:
     """Remove the temporary files (`.N.msgpack.PID.tmp`) of processes that died while writing one.
 
-    Readers write checkpoints too, without the log's lock, so a temporary file is removed only
-    when the process its name records no longer runs (a live one would lose its write, no more)."""
+    Follows no link below `root` (as `save`). Readers write checkpoints too, without the log's lock, so a
+    temporary file is removed only when the process its name records no longer runs (a live one would lose
+    its write, no more). Only tidying: a directory it cannot reach is left as it is."""
     removed = 0
-    for temp in directory.glob(".*.tmp") if directory.is_dir() else []:
-        if not _alive(temp.name.split(".")[-2]):
-            temp.unlink(missing_ok=True)
-            removed += 1
+    try:
+        with opened_dir(directory, _root(directory, root)) as dir_fd:
+            for name in os.listdir(dir_fd):
+                if name.startswith(".") and name.endswith(".tmp") and not _alive(name.split(".")[-2]):
+                    removed += remove(dir_fd, name)
+    except OSError:
+        pass
     return removed
+
+
+def _root(directory: Path, root: Path | None) -> Path:
+    """The root the checkpoints of `directory` are reached from: by default the directory above its `.claude`."""
+    return root if root is not None else directory.parent.parent
 
 
 def _alive(pid: str) -> bool:

@@ -29,7 +29,7 @@ import msgspec
 from eventlog import logformat
 from eventlog.events import TransactionCommitted
 from eventlog.checks import hash_at
-from eventlog.files import FILE_MODE, make_dirs
+from eventlog.safefiles import create_new, directory as opened_dir, remove, replace
 from eventlog.store import Position
 
 INDEX_FILE = "commits.index"
@@ -118,12 +118,14 @@ class CommitIndex(Sequence[CommitRef]):
     # --- loading -------------------------------------------------------------------------------------
 
     @classmethod
-    def load(cls, log: Path, directory: Path) -> CommitIndex:
+    def load(cls, log: Path, directory: Path, root: Path | None = None) -> CommitIndex:
         """The index of `log` kept in `directory`, checked against the log and extended to its end.
 
-        Records are written as the log's commit lines are found, so building the index of a long log
-        holds one record at a time, not the list of its transactions."""
+        Follows no link below `root` (by default the directory above the `.claude` that holds `directory`)
+        when it writes the index. Records are written as the log's commit lines are found, so building the
+        index of a long log holds one record at a time, not the list of its transactions."""
         path = directory / INDEX_FILE
+        root = root if root is not None else directory.parent.parent
         index = cls._open(log, path)
         if index is not None and index._count and not hash_at(log, index.end(index._count - 1)):
             index.close()
@@ -132,7 +134,7 @@ class CommitIndex(Sequence[CommitRef]):
         while True:
             base = index if index is not None else cls(log, _header(width), width)
             try:
-                return base._extended(path)
+                return base._extended(path, root)
             except _Wider as wider:  # a longer chain hash than the index holds: every record written again
                 base.close()
                 index, width = None, max(wider.width, 64)
@@ -201,40 +203,43 @@ class CommitIndex(Sequence[CommitRef]):
         return (_FIXED.pack(end, commit.seq, line, begin, _micros(commit.at)) + digits.ljust(self._width, b"\0")
                 + _field(commit.tx, _TX_WIDTH) + _field(commit.session, _SESSION_WIDTH))
 
-    def _extended(self, path: Path) -> CommitIndex:
+    def _extended(self, path: Path, root: Path) -> CommitIndex:
         """This index with the records of the log's newer transactions after its own, kept at `path` when the
-        directory allows (else in memory, this once: it is only a cache)."""
+        directory allows (else in memory, this once: it is only a cache).
+
+        Follows no link below `root`: the new index is written to a temporary name in the directory reached
+        without one, then renamed over the old."""
         records = self._records_after_own()
         first = next(records, None)
         if first is None:
             return self
         kept = _HEADER.size + self._count * self._size
-        temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        temp = f".{path.name}.{os.getpid()}.tmp"
         try:
-            make_dirs(path.parent)
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
-            with os.fdopen(fd, "wb") as out:
-                if isinstance(self._data, mmap.mmap):
-                    with open(path, "rb") as old:  # copied in pieces: the old records never all in memory
-                        shutil.copyfileobj(old, out, 1 << 20)
-                    out.seek(kept)
-                    out.truncate()
-                else:
-                    out.write(self._data[:kept])
-                out.write(first)
-                for record in records:
-                    out.write(record)
-            os.replace(temp, path)
+            with opened_dir(path.parent, root, create=True) as dir_fd:
+                fd = create_new(dir_fd, temp)
+                try:
+                    with os.fdopen(fd, "wb") as out:
+                        if isinstance(self._data, mmap.mmap):
+                            with open(path, "rb") as old:  # copied in pieces: the old records never all in memory
+                                shutil.copyfileobj(old, out, 1 << 20)
+                            out.seek(kept)
+                            out.truncate()
+                        else:
+                            out.write(self._data[:kept])
+                        out.write(first)
+                        for record in records:
+                            out.write(record)
+                    replace(dir_fd, temp, path.name)
+                except BaseException:
+                    remove(dir_fd, temp)
+                    raise
         except OSError:
-            temp.unlink(missing_ok=True)
             data = bytearray(self._data[:kept])
             for record in self._records_after_own():
                 data += record
             self.close()
             return CommitIndex(self.log, bytes(data), self._width)
-        except BaseException:
-            temp.unlink(missing_ok=True)
-            raise
         self.close()
         return CommitIndex._open(self.log, path) or CommitIndex(self.log, b"", self._width)
 

@@ -41,7 +41,7 @@ from eventlog.evolve import apply_transaction
 from eventlog.registry import record_decoder, touched_names
 from eventlog.merge import Merged, Replayed, Tx, merge_transactions
 from eventlog.logformat import restamp
-from eventlog.files import FILE_MODE
+from eventlog.safefiles import create_new, directory, remove, replace
 from eventlog.store import LogReader, Position, fold_log
 
 from .shared_history import Parting, anchored_side, parting, purged_at
@@ -420,28 +420,33 @@ def _rest_until(path: Path, start: Position, end: int, label: str) -> tuple[set[
     return ids, position
 
 
-def write_merged(outcome: MergeOutcome, ours: Path, theirs: Path, target: Path) -> None:
-    """Write the merged log to `target` (which may be `ours`): a new file moved into place, never a half one."""
+def write_merged(outcome: MergeOutcome, ours: Path, theirs: Path, target: Path, root: Path | None = None) -> None:
+    """Write the merged log to `target` (which may be `ours`): a new file moved into place, never a half one.
+
+    Follows no link below `root` (a project's, for its log; by default `target`'s directory as the caller
+    named it, as git names %A): the new file is created, and renamed over `target`, inside the directory
+    reached without one."""
     source = ours if outcome.base == "ours" else theirs
-    temp = target.with_name(f".{target.name}.{os.getpid()}.merge.tmp")
-    try:
-        with open(source, "rb") as reading, os.fdopen(
-            os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE), "wb"
-        ) as writing:
-            remaining = outcome.keep
-            while remaining:
-                block = reading.read(min(remaining, _CHUNK))
-                if not block:
-                    raise MergeRefused(f"{source} shrank while it was being merged")
-                writing.write(block)
-                remaining -= len(block)
-            writing.write(outcome.tail)
-            writing.flush()
-            os.fsync(writing.fileno())
-        os.replace(temp, target)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
+    root = root if root is not None else target.parent
+    temp = f".{target.name}.{os.getpid()}.merge.tmp"
+    with directory(target.parent, root) as dir_fd:
+        fd = create_new(dir_fd, temp)
+        try:
+            with os.fdopen(fd, "wb") as writing, open(source, "rb") as reading:
+                remaining = outcome.keep
+                while remaining:
+                    block = reading.read(min(remaining, _CHUNK))
+                    if not block:
+                        raise MergeRefused(f"{source} shrank while it was being merged")
+                    writing.write(block)
+                    remaining -= len(block)
+                writing.write(outcome.tail)
+                writing.flush()
+                os.fsync(writing.fileno())
+            replace(dir_fd, temp, target.name)
+        except BaseException:
+            remove(dir_fd, temp)
+            raise
 
 
 __all__ = ["MergeOutcome", "MergeRefused", "Replayed", "SharedHistoryRewritten", "common_prefix", "merge_logs",

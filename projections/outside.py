@@ -13,7 +13,6 @@ note says which kinds were redacted, never the values.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,11 +24,12 @@ from eventlog.decide import Command, ImportLegacy, RecordUnreadableFile, Replace
 from eventlog.domain import PlaybookState
 from eventlog.errors import StorageError
 from eventlog.events import Cause, SnapshotSetAside
+from eventlog.safefiles import directory, replace, write_atomically
 from eventlog.store import Committed, Position
 from eventlog.storage import EventStore
 from eventlog.unit_of_work import commit
 
-from .snapshot import ReadSnapshot, claimed_position, write_atomically
+from .snapshot import ReadSnapshot, claimed_position
 
 Reader = Callable[[], tuple[PlaybookState, Position]]
 
@@ -79,13 +79,16 @@ def divergence(store: EventStore, found: ReadSnapshot | None) -> Divergence | No
 class Outside:
     """Takes in what waits outside the log of `store` at `snapshot_path`; the caller holds the log's lock.
 
-    `current` reads the state at the log's end and `checkpoint` a trustworthy point to fold from."""
+    `current` reads the state at the log's end and `checkpoint` a trustworthy point to fold from. What it
+    moves or copies aside stays in playbook.json's directory, reached from `root` without following a link."""
 
-    def __init__(self, store: EventStore, snapshot_path: Path, current: Reader, checkpoint: Reader) -> None:
+    def __init__(self, store: EventStore, snapshot_path: Path, current: Reader, checkpoint: Reader,
+                 root: Path | None = None) -> None:
         self.store = store
         self.snapshot_path = snapshot_path
         self.current = current
         self.checkpoint = checkpoint
+        self.root = root if root is not None else snapshot_path.parent.parent
 
     def take_in(self, found: ReadSnapshot | None) -> Housekept | None:
         """The transactions that take in what `found`, a playbook.json that does not diverge, holds beyond the
@@ -120,7 +123,7 @@ class Outside:
                            Cause(source="rebuild", note="playbook.json kept aside"))
         assert committed is not None
         try:
-            os.replace(self.snapshot_path, target)
+            self._move_aside(target)
         except OSError as exc:
             raise StorageError.failed("move aside", self.snapshot_path, exc) from exc
         return Housekept(committed.state, committed.position, (committed,))
@@ -162,7 +165,9 @@ class Outside:
         what it held beyond the playbook (unknown keys, odd values) must not be lost."""
         target = self._aside_name("legacy")
         try:
-            write_atomically(target, self.snapshot_path.read_bytes())
+            data = self.snapshot_path.read_bytes()
+            with directory(self.snapshot_path.parent, self.root) as dir_fd:
+                write_atomically(dir_fd, target.name, data)
         except OSError as exc:
             raise StorageError.failed("keep a copy of", self.snapshot_path, exc) from exc
         return target.name
@@ -170,12 +175,17 @@ class Outside:
     def _set_aside(self) -> str | None:
         target = self._aside_name("unreadable")
         try:
-            os.replace(self.snapshot_path, target)
+            self._move_aside(target)
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise StorageError.failed("move aside", self.snapshot_path, exc) from exc
         return target.name
+
+    def _move_aside(self, target: Path) -> None:
+        """Rename playbook.json to `target` beside it (a link under its name is moved itself, never followed)."""
+        with directory(self.snapshot_path.parent, self.root) as dir_fd:
+            replace(dir_fd, self.snapshot_path.name, target.name)
 
     def _aside_name(self, kind: str) -> Path:
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")

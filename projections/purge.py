@@ -16,7 +16,6 @@ Structural fields (type, seq, tx, at) are never touched.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
@@ -26,7 +25,7 @@ import msgspec
 from eventlog.errors import CorruptLogError, PlaybookError
 from eventlog.events import Cause, HistoryRewritten
 from eventlog.faults import point as fault
-from eventlog.files import FILE_MODE, fsync_dir
+from eventlog.safefiles import create, directory, link, open_dir, remove, replace, write_all
 from eventlog.logformat import COMMIT, CRC_DIGITS, Running, check_line, encoded, hash_after, split_hash, stamp, start
 from eventlog.positions import Position
 from eventlog.store import LogReader
@@ -124,7 +123,8 @@ def purge(repo: PlaybookRepository, redact: Redact, reason: Literal["secrets", "
     repo.state()  # take in what waits outside the log first (a hand edit, a legacy file)
     log = repo.log_path
     with repo.store.locked():
-        log.with_name(log.name + TEMP_SUFFIX).unlink(missing_ok=True)  # a purge killed before its rename
+        with directory(log.parent, repo.root) as dir_fd:
+            remove(dir_fd, log.name + TEMP_SUFFIX)  # a purge killed before its rename
         anchor_file = anchors.anchors_path(repo.claude_dir)
         end = _checked_end(log, anchor_file)
         with open(log, "rb") as handle:
@@ -145,7 +145,7 @@ def purge(repo: PlaybookRepository, redact: Redact, reason: Literal["secrets", "
         repo.rebuild_locked()
         anchored = False
         if anchors.read_anchors(anchor_file):
-            anchors.record(log, anchor_file, rewrite=end.seq + 1, from_line=seqs[0])
+            anchors.record(log, anchor_file, rewrite=end.seq + 1, from_line=seqs[0], root=repo.root)
             anchored = True
     return Purged(seqs=seqs, redactions=redactions, head_before=end.hash, head_after=head_after,
                   record_seq=end.seq + 1, kept_original=str(keep_original) if keep_original else None,
@@ -180,16 +180,25 @@ def _recorded(record: HistoryRewritten, head: str) -> bytes:
 
 
 def _replace_log(repo: PlaybookRepository, data: bytes, keep_original: Path | None) -> None:
-    """The log replaced by `data` in one rename, the derived files removed first, the original kept if asked."""
+    """The log replaced by `data` in one rename, the derived files removed first, the original kept if asked.
+
+    Follows no link below the repository's root: the new log is written, and renamed over the old, inside
+    the directory reached without one."""
     log = repo.log_path
-    temp = log.with_name(log.name + TEMP_SUFFIX)
-    _write_new(temp, data)
-    fault("purge-before-rename")
-    _remove_derived(repo)  # from here a kill leaves no derived file holding the old text: each is rebuilt
-    if keep_original is not None:
-        _keep(log, keep_original)
-    os.replace(temp, log)
-    fsync_dir(log.parent)
+    with directory(log.parent, repo.root) as dir_fd:
+        temp = log.name + TEMP_SUFFIX
+        fd = create(dir_fd, temp, exclusive=True)
+        try:
+            write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        fault("purge-before-rename")
+        _remove_derived(repo)  # from here a kill leaves no derived file holding the old text: each is rebuilt
+        if keep_original is not None:
+            _keep(dir_fd, log.name, keep_original)
+        replace(dir_fd, temp, log.name)
+        os.fsync(dir_fd)
     fault("purge-after-rename")
 
 
@@ -201,31 +210,40 @@ def _head(data: bytes) -> str:
 def _remove_derived(repo: PlaybookRepository) -> None:
     """Remove what derives from the log (the next reader or writer rebuilds each): the checkpoints, the hook's
     projection, the recall index, playbook.json, and the text `show` keeps with the temporary ones a killed
-    `show` left."""
-    checkpoints.clear(repo.claude_dir / CHECKPOINT_DIR)
-    for path in (repo.injection_path, repo.recall_path, repo.snapshot_path, repo.claude_dir / SHOW_NAME,
-                 *repo.claude_dir.glob(f".{SHOW_NAME}.*.tmp")):
-        path.unlink(missing_ok=True)
-    fsync_dir(repo.claude_dir)
+    `show` left. Follows no link below the repository's root: a link under one of those names is removed
+    itself."""
+    checkpoints.clear(repo.claude_dir / CHECKPOINT_DIR, repo.root)
+    derived = {path.name for path in (repo.injection_path, repo.recall_path, repo.snapshot_path)} | {SHOW_NAME}
+    with directory(repo.claude_dir, repo.root) as dir_fd:
+        for name in os.listdir(dir_fd):
+            if name in derived or (name.startswith(f".{SHOW_NAME}.") and name.endswith(".tmp")):
+                remove(dir_fd, name)
+        os.fsync(dir_fd)
 
 
-def _write_new(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
+def _keep(log_dir: int, log_name: str, target: Path) -> None:
+    """The original log at `target`, a new file the user named: a second name for the same file when it can
+    be, else a copy. Follows no link: the log is taken by its name in its directory, `target` is created
+    in the directory the user named, never through a link under its own name."""
+    target_dir = open_dir(target.parent, target.parent)
     try:
-        written = 0
-        while written < len(data):
-            written += os.write(fd, data[written:])
-        os.fsync(fd)
+        try:
+            link(log_dir, log_name, target.name, target_dir)
+            return
+        except FileExistsError:
+            raise
+        except OSError:
+            pass
+        source = os.open(log_name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=log_dir)
+        try:
+            fd = create(target_dir, target.name, exclusive=True)
+            try:
+                while block := os.read(source, 1 << 20):
+                    write_all(fd, block)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        finally:
+            os.close(source)
     finally:
-        os.close(fd)
-
-
-def _keep(log: Path, target: Path) -> None:
-    """The original log at `target`: a second name for the same file when it can be, else a copy."""
-    try:
-        os.link(log, target)
-    except OSError:
-        shutil.copyfile(log, target)
-        os.chmod(target, FILE_MODE)
-        with open(target, "rb+") as handle:
-            os.fsync(handle.fileno())
+        os.close(target_dir)

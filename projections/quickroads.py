@@ -213,16 +213,16 @@ def _holds_its_position(claude_dir: str, snapshot: bytes, log_size: int) -> bool
     if not offset.isdigit() or not 0 <= log_size - int(offset) <= HOOK_FOLD_LIMIT or len(recorded) != 32:
         return False
     try:
-        with open(os.path.join(claude_dir, LOG_NAME), "rb", buffering=0, opener=_no_follow) as log:
-            log.seek(max(int(offset) - 64, 0))
-            end = log.read(min(int(offset), 64))
+        fd = os.open(os.path.join(claude_dir, LOG_NAME), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except (OSError, ValueError):
         return False
+    try:
+        end = os.pread(fd, min(int(offset), 64), max(int(offset) - 64, 0))
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
     return end.endswith(b'"h":"' + recorded + b'"}\n')
-
-
-def _no_follow(path: str, flags: int) -> int:
-    return os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK)
 
 
 def not_folded_line(claude_dir: str, size: int) -> str:

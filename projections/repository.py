@@ -26,6 +26,7 @@ from eventlog.events import Cause, Event
 from eventlog.evolve import apply_transaction
 from eventlog.faults import point as fault
 from eventlog.jsonl import JsonlEventStore
+from eventlog.safefiles import directory, remove
 from eventlog.store import Committed, Position
 from eventlog.storage import EventStore
 from eventlog.unit_of_work import commit
@@ -58,16 +59,21 @@ class PlaybookRepository:
     `user_dir`, when given, holds the user-level playbook that the injection projection puts ahead of
     this one (read only: it is written through a repository of its own). `user_level` marks the
     user-level playbook's own repository, whose projection injects it as the user's.
+
+    Every file it writes is reached from `root` without following a link (`eventlog.safefiles`): by
+    default the directory holding `claude_dir` (a project: its `.claude` is the repository's to shape),
+    for the user-level playbook the directory the user named for it.
     """
 
     def __init__(self, claude_dir: Path, store: EventStore | None = None, user_dir: Path | None = None,
-                 user_level: bool = False) -> None:
+                 user_level: bool = False, root: Path | None = None) -> None:
         self.claude_dir = Path(claude_dir)
+        self.root = Path(root) if root is not None else self.claude_dir.parent
         self.user_level = user_level
         self.user_dir = None if user_dir is None or _same_dir(Path(user_dir), self.claude_dir) else Path(user_dir)
         self.log_path = self.claude_dir / LOG_NAME
         """The JSONL log's file, which the timeline and `verify` read by its bytes."""
-        self.store: EventStore = store if store is not None else JsonlEventStore(self.log_path)
+        self.store: EventStore = store if store is not None else JsonlEventStore(self.log_path, self.root)
         self.snapshot_path = self.claude_dir / SNAPSHOT_NAME
         self.injection_path = self.claude_dir / INJECTION_NAME
         self.recall_path = self.claude_dir / RECALL_NAME
@@ -222,7 +228,8 @@ class PlaybookRepository:
             committed = commit(self.store, state, position, decider, cause, shared=resumed is not None)
             if committed is not None:
                 if checkpoints.crosses(position.seq, committed.position.seq):
-                    checkpoints.save(self.claude_dir / CHECKPOINT_DIR, committed.state, committed.position)
+                    checkpoints.save(self.claude_dir / CHECKPOINT_DIR, committed.state, committed.position,
+                                     root=self.root)
                 state, position = committed.state, committed.position
                 if ranking is not None:
                     ranking = ranking.after(state, committed.events)
@@ -278,12 +285,12 @@ class PlaybookRepository:
         """`rebuild` for a caller that holds the lock and wants the derived files to follow the log as it is
         (a purge, which rewrote it): playbook.json, the hook's projection, the recall index, the checkpoints."""
         state, position = PlaybookState(), Position()
-        directory = self.claude_dir / CHECKPOINT_DIR
-        checkpoints.clear(directory)
+        kept = self.claude_dir / CHECKPOINT_DIR
+        checkpoints.clear(kept, self.root)
         for transaction in self.store.read():
             apply_transaction(state, transaction.events, transaction.commit.seq, transaction.commit.at)
             if checkpoints.crosses(position.seq, transaction.end.seq):
-                checkpoints.save(directory, state, transaction.end)
+                checkpoints.save(kept, state, transaction.end, root=self.root)
             position = transaction.end
         self._write_snapshot(state, position, force=True)
         return position
@@ -301,7 +308,7 @@ class PlaybookRepository:
         digest = None
         try:
             if snapshot:
-                digest = write_snapshot(self.snapshot_path, state, position, force)
+                digest = write_snapshot(self.snapshot_path, state, position, force, root=self.root)
             project = self.claude_dir.parent
             stamp = settings_stamp(project)  # before the settings are read: a change meanwhile leaves it stale
             mtime = self.snapshot_path.stat().st_mtime_ns
@@ -315,10 +322,11 @@ class PlaybookRepository:
             planned = plan(PlaybookState() if self.user_level else state, injection_budget(project), user, ranking)
             replace_if_changed(self.injection_path,
                                injection_file(position.offset, mtime, output_of(planned, waiting_for_review(state)),
-                                              stamp, mark))
+                                              stamp, mark), root=self.root)
             if recall:
                 replace_if_changed(self.recall_path,
-                                   recall_file(position.offset, mtime, stamp, state, planned.left_out, project))
+                                   recall_file(position.offset, mtime, stamp, state, planned.left_out, project),
+                                   root=self.root)
         except OSError as exc:
             raise StorageError.failed("write", self.snapshot_path, exc) from exc
         return digest, ranking
@@ -336,7 +344,7 @@ class PlaybookRepository:
         self._reflected, self._reflected_digest, self._kept = None, "", None
         found = read_snapshot(self.snapshot_path)
         self.diverged = self._divergence(found)
-        outside = Outside(self.store, self.snapshot_path, self.current, self.checkpoint)
+        outside = Outside(self.store, self.snapshot_path, self.current, self.checkpoint, self.root)
         if self.diverged is not None:
             if not writing:
                 return Housekept(*self.current(), ())
@@ -356,10 +364,15 @@ class PlaybookRepository:
 
         Only writers holding the log's lock (as the caller does) create snapshot temporaries, so
         any that exist now belong to a writer that died."""
-        for name in (SNAPSHOT_NAME, INJECTION_NAME, RECALL_NAME):
-            for temp in self.claude_dir.glob(f".{name}.*.tmp"):
-                temp.unlink(missing_ok=True)
-        checkpoints.remove_leftovers(self.claude_dir / CHECKPOINT_DIR)
+        prefixes = tuple(f".{name}." for name in (SNAPSHOT_NAME, INJECTION_NAME, RECALL_NAME))
+        try:
+            with directory(self.claude_dir, self.root) as dir_fd:
+                for name in os.listdir(dir_fd):
+                    if name.startswith(prefixes) and name.endswith(".tmp"):
+                        remove(dir_fd, name)
+        except FileNotFoundError:
+            pass
+        checkpoints.remove_leftovers(self.claude_dir / CHECKPOINT_DIR, self.root)
 
 
 def _same_dir(a: Path, b: Path) -> bool:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,7 @@ import msgspec
 
 from eventlog.domain import SECTION_SLUGS, KeyPoint, PendingLearning, PendingProposal, PlaybookState, Usage
 from eventlog.events import encodable_json
-from eventlog.faults import point as fault
-from eventlog.files import FILE_MODE, fsync_dir
+from eventlog.safefiles import write_file
 from eventlog.store import Position
 
 
@@ -99,25 +97,26 @@ def render(state: PlaybookState, position: Position) -> bytes:
     return msgspec.json.format(_encoder.encode(snapshot_of(state, position)), indent=2) + b"\n"
 
 
-def write_snapshot(path: Path, state: PlaybookState, position: Position, force: bool = False) -> str:
+def write_snapshot(path: Path, state: PlaybookState, position: Position, force: bool = False, *,
+                   root: Path) -> str:
     """Replace the snapshot at `path` with the one of `state` at `position`, unless it holds those bytes already;
     returns its digest.
 
-    `write_atomically` without the directory's fsync: a rename lost in a crash leaves the previous
+    Follows no link below `root` (`replace_if_changed`); a rename lost in a crash leaves the previous
     snapshot, whole and at a position the log still holds, which readers fold forward."""
     snapshot = snapshot_of(state, position)
     data = msgspec.json.format(_encoder.encode(snapshot), indent=2) + b"\n"
-    replace_if_changed(path, data, force)
+    replace_if_changed(path, data, force, root=root)
     _remember(path, data, snapshot)
     assert snapshot.log is not None
     return snapshot.log.digest
 
 
-def replace_if_changed(path: Path, data: bytes, force: bool = False) -> None:
+def replace_if_changed(path: Path, data: bytes, force: bool = False, *, root: Path) -> None:
     """Replace the derived file at `path` with `data` unless it holds those bytes already (or `force`).
 
-    `write_atomically` without the directory's fsync: a rename lost in a crash leaves the previous
-    file whole, which its readers find stale and bring up to date."""
+    Follows no link below `root` (`safefiles.write_file`), without the directory's fsync: a rename lost
+    in a crash leaves the previous file whole, which its readers find stale and bring up to date."""
     if not force:
         try:
             # the size first: a file a repository carries in its place may be of any size (or a FIFO)
@@ -125,7 +124,7 @@ def replace_if_changed(path: Path, data: bytes, force: bool = False) -> None:
                 return
         except OSError:
             pass
-    write_atomically(path, data, durable_name=False)
+    write_file(path, data, root, durable_name=False)
 
 
 def _remember(path: Path, raw: bytes, snapshot: SnapshotFile) -> None:
@@ -237,24 +236,3 @@ def state_of(snapshot: SnapshotFile) -> tuple[PlaybookState, Position]:
     log = snapshot.log
     return state, Position(offset=log.offset, seq=log.seq, hash=log.hash, line=log.line)
 
-
-def write_atomically(path: Path, data: bytes, durable_name: bool = True) -> None:
-    """Replace `path` with `data`: readers see the old file or the new one, never a mix, before and after a crash.
-
-    The data is fsynced before the rename, so the name never leads to bytes that are not on disk. With
-    `durable_name` the directory is fsynced too and the new file survives a crash once this returns; a
-    derived file (the snapshot, the hooks' projections) does without: after a crash it may be the previous
-    one, which its readers take for out of date and rebuild or fold forward."""
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with os.fdopen(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE), "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        fault("before-replace")
-        os.replace(temp, path)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
-    if durable_name:
-        fsync_dir(path.parent)

@@ -34,7 +34,6 @@ from .quickroads import CHECKPOINT_DIR
 from .commitindex import CommitIndex, CommitRef
 from .history import damaged, entry_after, mentioning
 from .repository import PlaybookRepository
-from .snapshot import write_atomically
 
 
 _RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
@@ -93,7 +92,7 @@ class Timeline:
     def refs(self) -> CommitIndex:
         """The commit index (`projections.commitindex`), kept beside the checkpoints and extended as the log grows."""
         if self._refs is None:
-            self._refs = CommitIndex.load(self.path, self.checkpoint_dir)
+            self._refs = CommitIndex.load(self.path, self.checkpoint_dir, self.repo.root)
         return self._refs
 
     # --- resolving a point ------------------------------------------------------------------
@@ -215,11 +214,11 @@ class Timeline:
         return state.copy(), start
 
     def _save_checkpoint(self, state: PlaybookState, position: Position) -> None:
-        checkpoints.save(self.checkpoint_dir, state, position)
+        checkpoints.save(self.checkpoint_dir, state, position, root=self.repo.root)
 
     def clear_checkpoints(self) -> int:
         """Remove every checkpoint and the commit index (derived data: they come back when needed)."""
-        return checkpoints.clear(self.checkpoint_dir)
+        return checkpoints.clear(self.checkpoint_dir, self.repo.root)
 
     # --- transactions ------------------------------------------------------------------------
 

@@ -62,7 +62,7 @@ def test_log_lock_does_not_create_through_a_link(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", [LEARN_LOG, LEARN_LOCK])
 def test_learner_files_are_not_created_through_a_link(tmp_path: Path, name: str) -> None:
     project = _dangling(tmp_path, name)
-    with pytest.raises((OSError, StorageError)):
+    with pytest.raises((OSError, StorageError)):  # the lock's refusal is one line from the command: a StorageError
         if name == LEARN_LOG:
             spawn_learner(project)
         else:

@@ -110,7 +110,7 @@ def _show_and_keep(repo: PlaybookRepository, point: PointState, stamped: bytes) 
     sys.stdout.write((painted if style.color else show_text.plain(painted)).decode("utf-8"))
     claude_dir = str(repo.claude_dir)
     if not repo.taken_in and repo.diverged is None and show_text.stamp(claude_dir) == stamped:
-        show_text.keep(claude_dir, stamped, painted)
+        show_text.keep(claude_dir, stamped, painted, str(repo.root))
 
 
 def _show_injection(args: argparse.Namespace, what: str) -> int:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from eventlog.domain import SECTION_SLUGS, PlaybookState
 from eventlog.errors import PlaybookError
+from eventlog.safefiles import directory, write_atomically
 
 BEGIN = "<!-- playbook:begin (written by `playbook export --claude-md`; the next export replaces it) -->"
 END = "<!-- playbook:end -->"
@@ -61,20 +62,16 @@ def write_section(path: Path, section: str) -> str:
 
 
 def _replace(path: Path, data: bytes) -> None:
-    """Replace `path` whole, keeping its mode (a new file gets the umask's): readers never see half a file."""
+    """Replace `path` whole, keeping its mode (a new file gets the umask's): readers never see half a file.
+
+    Follows no link under its name: the file is written in the directory the user named
+    (`eventlog.safefiles`), and a link there is replaced, not written through."""
     try:
         mode = os.stat(path).st_mode & 0o777
     except FileNotFoundError:
         mode = None
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with os.fdopen(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o666), "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(temp, mode)
-        os.replace(temp, path)
+        with directory(path.parent, path.parent) as dir_fd:
+            write_atomically(dir_fd, path.name, data, mode=0o666, exact_mode=mode)
     except OSError as exc:
-        temp.unlink(missing_ok=True)
         raise PlaybookError(f"cannot write {path}: {exc.strerror or exc}") from exc

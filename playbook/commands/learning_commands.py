@@ -110,17 +110,19 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
 
 
 def cmd_install(args: argparse.Namespace) -> int:
-    from playbook.wiring.install import install, settings_path
+    from playbook.wiring.install import install, settings_path, settings_root
 
-    path = settings_path(getattr(args, "user", False), project_dir(args))
-    events = install(path)
+    user, project = getattr(args, "user", False), project_dir(args)
+    path = settings_path(user, project)
+    events = install(path, root=settings_root(user, project))
     print(f"installed the {', '.join(events)} hooks into {path}")
     return 0
 
 
 def cmd_uninstall(args: argparse.Namespace) -> int:
-    from playbook.wiring.install import settings_path, uninstall
+    from playbook.wiring.install import settings_path, settings_root, uninstall
 
-    path = settings_path(getattr(args, "user", False), project_dir(args))
-    print(f"removed {uninstall(path)} playbook hook(s) from {path}")
+    user, project = getattr(args, "user", False), project_dir(args)
+    path = settings_path(user, project)
+    print(f"removed {uninstall(path, settings_root(user, project))} playbook hook(s) from {path}")
     return 0

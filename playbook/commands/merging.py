@@ -13,13 +13,14 @@ from pathlib import Path
 from eventlog.errors import PlaybookError
 from eventlog.checks import hash_at
 from eventlog.domain import PlaybookState
+from eventlog.safefiles import remove_file, write_file
 from eventlog.store import fold_log
 from projections.anchors import anchors_path
 from projections.checkpoints import clear
 from projections.merge import MergeOutcome, SharedHistoryRewritten, merge_logs, write_merged
 from projections.quickroads import CHECKPOINT_DIR, LOG_NAME
 from projections.repository import PlaybookRepository
-from projections.snapshot import read_snapshot, render, state_of, write_atomically
+from projections.snapshot import read_snapshot, render, state_of
 
 from playbook.wiring.project import claude_dir
 from playbook.rendering.safe_text import clean
@@ -72,9 +73,9 @@ def _project_merged(repo: PlaybookRepository, merged: Path) -> None:
     the first reader rebuilds them. A failure leaves them as they were: the merge stands either way."""
     try:
         state, position, _torn = fold_log(merged, PlaybookState())
-        write_atomically(repo.snapshot_path, render(state, position))
-        repo.injection_path.unlink(missing_ok=True)
-        clear(repo.claude_dir / CHECKPOINT_DIR)
+        write_file(repo.snapshot_path, render(state, position), repo.root)
+        remove_file(repo.injection_path, repo.root)
+        clear(repo.claude_dir / CHECKPOINT_DIR, repo.root)
     except (PlaybookError, OSError):
         pass
 
@@ -91,7 +92,7 @@ def merge_file(repo: PlaybookRepository, other: Path) -> MergeOutcome:
         except SharedHistoryRewritten as exc:  # its sides are ours and theirs: say which file theirs is
             raise exc.about(str(other)) from exc
         if not outcome.unchanged:
-            write_merged(outcome, log, other, log)
+            write_merged(outcome, log, other, log, repo.root)
         return outcome
 
     return repo.replace_log(build)
@@ -129,9 +130,9 @@ def after_git(project: Path) -> str | None:
     if found is not None and found.snapshot is not None and found.snapshot.log is not None:
         _state, position = state_of(found.snapshot)
         if position.offset > repo.store.size() or not hash_at(repo.log_path, position):
-            repo.snapshot_path.unlink(missing_ok=True)
-            repo.injection_path.unlink(missing_ok=True)
-            clear(repo.claude_dir / CHECKPOINT_DIR)
+            remove_file(repo.snapshot_path, repo.root)
+            remove_file(repo.injection_path, repo.root)
+            clear(repo.claude_dir / CHECKPOINT_DIR, repo.root)
             found = None
     if not has_log:
         return None

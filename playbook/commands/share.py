@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from eventlog.errors import PlaybookError
-from projections.snapshot import write_atomically
+from eventlog.safefiles import remove_file, write_file
 
 DRIVER = "playbook"
 LOG_PATH = ".claude/playbook.events.jsonl"
@@ -125,11 +125,12 @@ def _with_block(text: str, lines: list[str]) -> str:
 
 
 def _write(path: Path, text: str, created: bool) -> str:
-    """Write `text` to `path`; remove a file left empty that this module created. Returns what happened."""
+    """Write `text` to `path`, a file at the project's top; remove a file left empty that this module created.
+    Returns what happened. Follows no link (`eventlog.safefiles`): a link under the name is replaced."""
     if not text.strip() and created:
-        path.unlink(missing_ok=True)
+        remove_file(path, path.parent)
         return "removed"
-    write_atomically(path, text.encode("utf-8"))
+    write_file(path, text.encode("utf-8"), path.parent)
     return "written"
 
 
@@ -153,30 +154,53 @@ def _is_shell(text: str) -> bool:
     return program in _SHELLS
 
 
+def _within(project: Path) -> tuple[Path, ...]:
+    """Where a git hook of the repository at `project` may be written: its work tree and its git directory."""
+    return project.resolve(), (project / _git(project, "rev-parse", "--git-common-dir").strip()).resolve()
+
+
+def _place(path: Path, within: tuple[Path, ...]) -> tuple[Path, Path] | None:
+    """The file `path` names (a link inside `within` followed) and the place of `within` it lies in; None when
+    it leads out of them."""
+    target = path.resolve()
+    return next(((target, place) for place in within if target.is_relative_to(place)), None)
+
+
+def _write_hook(target: Path, place: Path, text: str) -> None:
+    """Write the hook script `target`, executable, reached from `place` without following a link
+    (`eventlog.safefiles`): a script the user had keeps its mode, with execute added."""
+    try:
+        mode: int | None = stat.S_IMODE(os.lstat(target).st_mode) | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH
+    except FileNotFoundError:
+        mode = None
+    write_file(target, text.encode("utf-8"), place, mode=0o777, exact_mode=mode)
+
+
 def _install_hook(path: Path, name: str, within: tuple[Path, ...]) -> str:
-    if path.is_symlink() and not any(path.resolve().is_relative_to(place) for place in within):
+    found = _place(path, within)
+    if found is None:
         # A directory that is no clone of ours brings its own .git: its hook may be a link to a script of the user's.
         return f"left {path} as it is (a link out of the repository): run `playbook rebuild` after git changes the log"
     text = _read(path)
     if text is None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         text = "#!/bin/sh\n"
     elif BEGIN not in text and not _is_shell(text):
         return f"left {path} as it is (not a shell script): run `playbook rebuild` after git changes the log"
-    path.write_text(_with_block(text, _hook_lines(name)), encoding="utf-8")
-    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    _write_hook(*found, _with_block(text, _hook_lines(name)))
     return ""
 
 
-def _remove_hook(path: Path) -> bool:
-    text = _read(path)
-    if text is None or BEGIN not in text:
+def _remove_hook(path: Path, within: tuple[Path, ...]) -> bool:
+    found = _place(path, within)
+    text = _read(path) if found is not None else None
+    if found is None or text is None or BEGIN not in text:
         return False
     rest = _without_block(text)
     if not [line for line in rest.splitlines() if line.strip() and not line.startswith("#!")]:
-        path.unlink()
+        # the hook's own name goes (a link inside the repository too), never the script it may link to
+        remove_file(path, next(place for place in within if path.parent.resolve().is_relative_to(place)))
     else:
-        path.write_text(rest, encoding="utf-8")
+        _write_hook(*found, rest)
     return True
 
 
@@ -194,7 +218,7 @@ def register(project: Path) -> list[str]:
         return ["git hooks not installed: core.hooksPath points outside the repository; run `playbook rebuild` "
                 "after git changes the log"]
     notes = []
-    within = (project.resolve(), (project / _git(project, "rev-parse", "--git-common-dir").strip()).resolve())
+    within = _within(project)
     for name in GIT_HOOKS:
         if note := _install_hook(hooks / name, name, within):
             notes.append(note)
@@ -265,7 +289,8 @@ def unshare(project: Path) -> list[str]:
         _git(project, "config", "--remove-section", f"merge.{DRIVER}")
         done.append(f"git config: merge.{DRIVER} removed")
     hooks = _hooks_dir(project)
-    removed = [name for name in GIT_HOOKS if hooks is not None and _remove_hook(hooks / name)]
+    within = _within(project)
+    removed = [name for name in GIT_HOOKS if hooks is not None and _remove_hook(hooks / name, within)]
     if removed:
         done.append(f"git hooks: {', '.join(removed)} removed")
     return done

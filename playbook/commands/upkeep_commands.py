@@ -93,7 +93,7 @@ def cmd_anchor(args: argparse.Namespace) -> int:
         raise PlaybookError("no log yet: nothing to anchor")
     try:
         with repo.store.locked():
-            anchor = record(repo.log_path, path)
+            anchor = record(repo.log_path, path, root=repo.root)
     except AnchoredLogDiffers as exc:
         raise PlaybookError(f"not anchored: {exc.problem.what} (`playbook verify --anchor` shows it)") from exc
     except AnchorFileError as exc:

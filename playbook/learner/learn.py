@@ -38,7 +38,7 @@ from eventlog.domain import PendingLearning, PlaybookState
 from eventlog.errors import PlaybookError, StorageError
 from eventlog.events import Cause
 from eventlog.evolve import fold
-from eventlog.files import DIR_MODE, FILE_MODE
+from eventlog.safefiles import create, directory
 from eventlog.storage import utc_now
 from projections.repository import PlaybookRepository
 
@@ -77,9 +77,12 @@ def request_learning(project: Path, hook: str, transcript: str, session: str | N
 
 
 def spawn_learner(project: Path) -> None:
-    """Start `playbook learn --pending` for `project`, detached: it outlives the hook and Claude Code."""
-    log_path = claude_dir(project) / LEARN_LOG
-    with os.fdopen(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE), "ab") as log:
+    """Start `playbook learn --pending` for `project`, detached: it outlives the hook and Claude Code.
+
+    Its output goes to `.claude/playbook.learn.log`, appended to without following a link (`eventlog.safefiles`)."""
+    with directory(claude_dir(project), project, create=True) as dir_fd:
+        fd = create(dir_fd, LEARN_LOG, append=True)
+    with os.fdopen(fd, "ab") as log:
         subprocess.Popen(
             # -I: the learner runs in the project's directory, whose own `playbook/` must not be imported.
             [sys.executable, "-I", "-m", "playbook", "--project", str(project), "learn", "--pending"],
@@ -90,19 +93,15 @@ def spawn_learner(project: Path) -> None:
 
 @contextmanager
 def learning_lock(project: Path) -> Iterator[None]:
-    """Held for a learning run; `.claude` is made when the project has none yet (the run's first append would
-    make it), and neither it nor the lock file is created through a link."""
-    directory = claude_dir(project)
+    """Hold the project's learner lock (`.claude/playbook.learn.lock`, blocking): one learner at a time.
+
+    Follows no link (`eventlog.safefiles`): a lock a repository carries as a link is a `StorageError`, one line."""
+    path = claude_dir(project) / LEARN_LOCK
     try:
-        os.mkdir(directory, DIR_MODE)
-    except FileExistsError:
-        pass  # a directory already, or a link that `claude_dir` found inside the project
+        with directory(path.parent, project, create=True) as dir_fd:
+            fd = create(dir_fd, LEARN_LOCK, read=True)
     except OSError as exc:
-        raise StorageError.failed("create directory", directory, exc) from exc
-    try:
-        fd = os.open(directory / LEARN_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
-    except OSError as exc:
-        raise StorageError.failed("lock", directory / LEARN_LOCK, exc) from exc
+        raise StorageError.failed("lock", path, exc) from exc
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

@@ -37,5 +37,5 @@ def text(project: str, color: bool) -> bytes | None:
     snapshot = {**playbook_dict(state), "log": {"seq": state.seq}}
     painted = ("\n".join(show_text.show_lines(snapshot, Style(color=True))) + "\n").encode("utf-8")
     if show_text.stamp(str(directory)) == stamped:  # nothing moved while it was read
-        show_text.keep(str(directory), stamped, painted)
+        show_text.keep(str(directory), stamped, painted, project)
     return painted if color else show_text.plain(painted)

@@ -11,6 +11,10 @@ import stat
 import sys
 import time
 
+TYPE_CHECKING = False  # not typing's: this script imports nothing it can do without
+if TYPE_CHECKING:
+    from types import ModuleType
+
 # The package's root, beside this file, for the quick roads' contract: absolute, never the current directory.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 from projections.quickroads import (INJECTION_NAME, LOG_NAME, MAX_PROJECTION_BYTES, NOTICE_NAME,  # noqa: E402
@@ -52,14 +56,22 @@ def _notice(claude_dir: str) -> "bytes | None":
         today = time.strftime("%Y-%m-%d", time.gmtime()).encode()
         if (read_small(path + ".shown") or b"").strip() == today:
             return None
-        fd = os.open(path + ".shown", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
+        safefiles = _safefiles()
+        with safefiles.directory(claude_dir, os.path.dirname(claude_dir)) as dir_fd:
+            fd = safefiles.create(dir_fd, NOTICE_NAME + ".shown", truncate=True)
         with os.fdopen(fd, "wb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                return None
             handle.write(today + b"\n")
     except (OSError, ValueError, ImportError):
         return None
     return encode_basestring_ascii(text).encode("ascii")
+
+
+def _safefiles() -> "ModuleType":
+    """`eventlog.safefiles`, which every write goes through, from the package beside this script (put on the
+    search path with the contract), imported only when the script writes."""
+    from eventlog import safefiles
+
+    return safefiles
 
 
 def _with_notice(output: bytes, notice: bytes) -> bytes:

@@ -179,7 +179,7 @@ def text(project: str, color: bool) -> bytes | None:
 
     painted = ("\n".join(show_lines(snapshot, Style(color=True))) + "\n").encode("utf-8")
     if stamped is not None and stamped == show_text.stamp(claude_dir):  # nothing moved while it was rendered
-        show_text.keep(claude_dir, stamped, painted)
+        show_text.keep(claude_dir, stamped, painted, project)
     return painted if color else show_text.plain(painted)
 
 

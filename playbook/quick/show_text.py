@@ -21,7 +21,7 @@ import stat
 import sys
 import time
 
-from eventlog.modes import FILE_MODE
+from eventlog.files import FILE_MODE
 from projections.quickroads import LOG_NAME, SHOW_NAME, SNAPSHOT_NAME
 
 TYPE_CHECKING = False  # not typing's: the standard-library-only paths do not pay for importing it
@@ -127,45 +127,35 @@ def kept(claude_dir: str, stamped: bytes, color: bool) -> bytes | None:
     return _paint(text, spans) if color else text
 
 
-def keep(claude_dir: str, stamped: bytes, painted: bytes) -> None:
+def keep(claude_dir: str, stamped: bytes, painted: bytes, root: str) -> None:
     """Keep `painted`, rendered under `stamped`, for the next `show`; nothing when it cannot be written (a
-    read-only checkout, a name taken by something else): showing never fails for it."""
+    read-only checkout, a name taken by something else): showing never fails for it.
+
+    Follows no link below `root` (the project, or the user-level playbook's directory): the text goes to a
+    temporary file renamed over the old one (`eventlog.safefiles`)."""
     text, spans = _unpaint(painted)
     header = b"%s %d %s\n" % (stamped, len(text), b",".join(b"%d:%d" % span for span in spans) or b"-")
-    if len(text) > MAX_BYTES or len(header) > HEADER_BYTES or not os.path.isdir(claude_dir):
-        return
-    path = os.path.join(claude_dir, SHOW_NAME)
-    temp = os.path.join(claude_dir, f".{SHOW_NAME}.{os.getpid()}.tmp")
-    _remove_leftovers(claude_dir)
-    try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK, FILE_MODE)
-    except (OSError, ValueError):
+    if len(text) > MAX_BYTES or len(header) > HEADER_BYTES:
         return
     try:
-        with os.fdopen(fd, "wb") as handle:
-            if stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                handle.write(header)
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())  # the name never leads to bytes a crash lost
-                os.replace(temp, path)
-                return
-    except (OSError, ValueError):
-        pass
-    try:
-        os.unlink(temp)
+        from eventlog import safefiles
+
+        with safefiles.directory(claude_dir, root) as dir_fd:
+            _remove_leftovers(dir_fd)
+            safefiles.write_atomically(dir_fd, SHOW_NAME, header + text, durable_name=False, mode=FILE_MODE)
     except (OSError, ValueError):
         pass
 
 
-def _remove_leftovers(claude_dir: str) -> None:
+def _remove_leftovers(dir_fd: int) -> None:
     """Remove the temporary files of writes a killed `show` left (older than a minute: not one being written)."""
+    from eventlog.safefiles import remove
+
     try:
-        names = [name for name in os.listdir(claude_dir) if name.startswith(f".{SHOW_NAME}.") and name.endswith(".tmp")]
-        for name in names:
-            leftover = os.path.join(claude_dir, name)
-            if os.lstat(leftover).st_mtime < time.time() - 60:
-                os.unlink(leftover)
+        for name in os.listdir(dir_fd):
+            if name.startswith(f".{SHOW_NAME}.") and name.endswith(".tmp"):
+                if os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mtime < time.time() - 60:
+                    remove(dir_fd, name)
     except (OSError, ValueError):
         pass
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Literal
 
 from eventlog.errors import PlaybookError
+from eventlog.safefiles import create_new, directory, remove, replace
 from projections.pagedata import CHUNK_EVENTS, PageData, build
 from projections.repository import PlaybookRepository
 
@@ -81,20 +82,25 @@ def page_data(repo: PlaybookRepository, progress: Callable[[int], None] | None =
 def write_page(repo: PlaybookRepository, target: Path, progress: Callable[[int], None] | None = None,
                chunk_events: int = CHUNK_EVENTS) -> int:
     """Write the self-contained page to `target` (through a temporary file and a rename, so a
-    reader never sees half a page); returns its size in bytes."""
+    reader never sees half a page); returns its size in bytes.
+
+    Follows no link under the page's name: it is written in the directory the user named
+    (`eventlog.safefiles`), and a link there is replaced, not written through."""
     data = page_data(repo, progress, chunk_events)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    temporary = f".{target.name}.{os.getpid()}.tmp"
     size = 0
     try:
-        with open(temporary, "wb") as handle:
-            for part in page_parts(data):
-                handle.write(part)
-                size += len(part)
-        os.replace(temporary, target)
+        with directory(target.parent, target.parent) as dir_fd:
+            fd = create_new(dir_fd, temporary, mode=0o666)
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    for part in page_parts(data):
+                        handle.write(part)
+                        size += len(part)
+                replace(dir_fd, temporary, target.name)
+            except BaseException:
+                remove(dir_fd, temporary)
+                raise
     except OSError as exc:
-        temporary.unlink(missing_ok=True)
         raise PageError(target, exc.strerror or str(exc)) from exc
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
     return size

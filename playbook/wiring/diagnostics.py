@@ -1,12 +1,20 @@
-"""Diagnostic files: written only while `<project>/.claude/diagnostic_mode` exists.
+"""Diagnostic files: written only while the user keeps `<project>/.claude/diagnostic_mode`.
 
 The log already holds every skip, truncation, unknown section and prune as data;
 diagnostic mode also writes them as small text files, as the older tool did.
+
+A repository can ship `.claude/diagnostic_mode` (and `.claude/diagnostic` as a link to any
+directory of the user's): so the flag counts only when it is the user's own, a regular file
+that git does not track, and the files are written under a `diagnostic` directory reached
+from the project without following a link (`eventlog.safefiles`). No environment variable
+switches diagnostics on: a project's settings can set the environment its hooks run in.
 """
 
 from __future__ import annotations
 
 import os
+import stat
+import subprocess
 import sys
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -14,7 +22,7 @@ from pathlib import Path
 
 from eventlog import events as ev
 from eventlog.domain import PRUNE_RULE
-from eventlog.files import FILE_MODE, make_dirs
+from eventlog.safefiles import create, directory
 from eventlog.store import Committed
 
 from projections.outside import Divergence, redactions_said
@@ -23,17 +31,57 @@ from projections.repository import PlaybookRepository
 from .project import Opened, claude_dir
 from playbook.rendering.safe_text import clean
 
+FLAG_NAME = "diagnostic_mode"
+DIAGNOSTIC_DIR = "diagnostic"
+
 
 def is_diagnostic_mode() -> bool:
-    return (claude_dir() / "diagnostic_mode").exists()
+    """True while `<project>/.claude/diagnostic_mode` is the user's: a regular file (no link) git does not track.
+
+    A stat when there is no such file, the common case; git is asked only when there is one."""
+    flag = claude_dir() / FLAG_NAME
+    try:
+        if not stat.S_ISREG(os.lstat(flag).st_mode):
+            return False
+    except OSError:
+        return False
+    return not _shipped(flag)
+
+
+def _shipped(flag: Path) -> bool:
+    """True unless git says it does not track `flag`, or the project is in no git repository at all.
+
+    When git cannot tell (not installed, a repository it refuses to read), a `.git` in the project or above
+    it means the flag may have come with the repository: it does not count."""
+    project = os.path.realpath(flag.parent.parent)
+    relative = os.path.relpath(os.path.realpath(flag.parent) + os.sep + flag.name, project)
+    env = {name: value for name, value in os.environ.items() if not name.startswith("GIT_")}
+    try:
+        done = subprocess.run(["git", "-c", "core.fsmonitor=false", "ls-files", "-z", "--", relative], cwd=project,
+                              env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
+        if done.returncode == 0:
+            return bool(done.stdout)
+    except (OSError, subprocess.SubprocessError):
+        pass
+    here = project
+    while True:
+        if os.path.lexists(os.path.join(here, ".git")):
+            return True
+        if here == os.path.dirname(here):
+            return False
+        here = os.path.dirname(here)
 
 
 def save_diagnostic(content: str, name: str) -> Path:
-    """Write one diagnostic file under `<project>/.claude/diagnostic/` and return its path."""
-    directory = claude_dir() / "diagnostic"
-    make_dirs(directory)
-    path = directory / f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S-%f}_{name}.txt"
-    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE), "w", encoding="utf-8") as out:
+    """Write one diagnostic file under `<project>/.claude/diagnostic/` and return its path.
+
+    Follows no link: the directory is reached (made when missing) from the project one component at a
+    time without following a link out of it, and the file is created in it as a regular file only."""
+    where = claude_dir()
+    path = where / DIAGNOSTIC_DIR / f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S-%f}_{name}.txt"
+    with directory(path.parent, where.parent, create=True) as dir_fd:
+        fd = create(dir_fd, path.name, truncate=True)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
         out.write(content)
     return path
 
@@ -156,8 +204,11 @@ def report(events: list[ev.Event], already: list[ev.Event] | None = None) -> Non
     for line in stderr:
         warn(line)
     if notes and is_diagnostic_mode():
-        for name, lines in notes.items():
-            save_diagnostic("\n".join(lines) + "\n", name)
+        try:
+            for name, lines in notes.items():
+                save_diagnostic("\n".join(lines) + "\n", name)
+        except OSError as exc:  # the next would fail alike: one line says so
+            warn(f"diagnostic files not written: {exc}")
 
 
 def report_opened(repos: Opened, injected: bool = False) -> None:

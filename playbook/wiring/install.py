@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from eventlog.errors import PlaybookError
+from eventlog.safefiles import create, directory, remove_file, write_file
 from projections.config import user_config_dir
-from projections.snapshot import write_atomically
 
 import playbook.quick
 
@@ -53,6 +53,12 @@ def hook_command(event: str, python: str | None = None) -> str:
 def is_ours(hook: Any) -> bool:
     command = hook.get("command") if isinstance(hook, dict) else None
     return isinstance(command, str) and any(marker in command for marker in _MARKERS)
+
+
+def settings_root(user: bool, project: Path) -> Path:
+    """Where the settings file of `settings_path` is reached from without following a link: Claude Code's
+    directory, the user's own wherever it is, or the project."""
+    return user_config_dir() if user else project
 
 
 def settings_path(user: bool, project: Path) -> Path:
@@ -95,32 +101,36 @@ def _without_ours(groups: Any) -> list[Any]:
     return kept
 
 
-def _save(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())
+def _save(path: Path, data: dict[str, Any], root: Path) -> None:
+    write_file(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode(), root)
 
 
-def install(path: Path, python: str | None = None) -> list[str]:
-    """Merge our hooks into the settings file at `path`; idempotent. Returns the events installed."""
+def install(path: Path, python: str | None = None, root: Path | None = None) -> list[str]:
+    """Merge our hooks into the settings file at `path`; idempotent. Returns the events installed.
+
+    Follows no link below `root` (`settings_root`; by default the directory above the one holding `path`):
+    the file is replaced in its directory, never written through a link (`eventlog.safefiles`)."""
+    root = root if root is not None else path.parent.parent
     data = _load(path)
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _created_marker(path).touch()
+        with directory(path.parent, root, create=True) as dir_fd:
+            os.close(create(dir_fd, _created_marker(path).name))
     hooks = data.setdefault("hooks", {})
     for event in HOOK_EVENTS:
         groups = _without_ours(hooks.get(event, []))
         groups.append({"hooks": [{"type": "command", "command": hook_command(event, python),
                                   "timeout": _TIMEOUTS[event]}]})
         hooks[event] = groups
-    _save(path, data)
+    _save(path, data, root)
     return list(HOOK_EVENTS)
 
 
-def uninstall(path: Path) -> int:
+def uninstall(path: Path, root: Path | None = None) -> int:
     """Remove our hooks, and only ours, from the settings file at `path`. Returns how many were removed.
 
     A settings file that install created and that holds nothing else afterwards is removed; one the
-    user had is kept, even when empty."""
+    user had is kept, even when empty. Follows no link below `root` (as `install`)."""
+    root = root if root is not None else path.parent.parent
     if not path.exists():
         return 0
     data = _load(path)
@@ -137,8 +147,8 @@ def uninstall(path: Path) -> int:
         data.pop("hooks", None)
     marker = _created_marker(path)
     if not data and marker.exists():
-        path.unlink()
+        remove_file(path, root)
     else:
-        _save(path, data)
-    marker.unlink(missing_ok=True)
+        _save(path, data, root)
+    remove_file(marker, root)
     return removed

@@ -11,11 +11,10 @@ failed `open`.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from eventlog.domain import PlaybookState
-from eventlog.files import FILE_MODE
+from eventlog.safefiles import directory, remove_file, write_atomically
 from projections.quickroads import ALL_OFF, NO_BACKEND, NOTICE_NAME, read_small
 
 from playbook.learner.backend import model_config
@@ -35,21 +34,20 @@ def learning_blocker(project: Path, state: PlaybookState) -> str | None:
 
 
 def update_notice(project: Path, state: PlaybookState) -> str | None:
-    """Write (or remove) the project's notice; returns the reason, if any. Never raises on I/O."""
+    """Write (or remove) the project's notice; returns the reason, if any. Never raises on I/O.
+
+    Follows no link below the project (`eventlog.safefiles`)."""
     reason = learning_blocker(project, state)
     path = project / ".claude" / NOTICE_NAME
     try:
         if reason is None:
-            path.unlink(missing_ok=True)
+            remove_file(path, project)
         else:
             data = (json.dumps(f"playbook: {reason}") + "\n").encode()
             if read_small(str(path)) == data:
                 return reason
-            temporary = path.with_name(f"{NOTICE_NAME}.{os.getpid()}.tmp")
-            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            os.replace(temporary, path)
+            with directory(path.parent, project) as dir_fd:  # a project with no `.claude` gets none for a notice
+                write_atomically(dir_fd, NOTICE_NAME, data, durable_name=False)
     except OSError:
         pass  # a notice is a courtesy: a read-only project still works
     return reason

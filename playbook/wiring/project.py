@@ -85,8 +85,9 @@ def repository(project: Path | None = None) -> PlaybookRepository:
 
 
 def user_repository() -> PlaybookRepository:
-    """The user-level playbook: the same log and guarantees as a project's, in `user_dir()`."""
-    return _collected(PlaybookRepository(user_dir(), user_level=True))
+    """The user-level playbook: the same log and guarantees as a project's, in `user_dir()`, which is the user's
+    own: its files are reached from it (no link below it followed), wherever it is."""
+    return _collected(PlaybookRepository(user_dir(), user_level=True, root=user_dir()))
 
 
 def project_dir(args: argparse.Namespace) -> Path:
