@@ -13,7 +13,7 @@ learning and review records (`eventlog.events_learning`). Import any of them fro
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 # Re-exported: the learning and review records, and the envelope, commit record and helpers of every record.
 from .events_learning import (LearningRequested as LearningRequested, LearningCompleted as LearningCompleted,
@@ -252,3 +252,16 @@ class MergeConflictResolved(Event, frozen=True, kw_only=True, tag="MergeConflict
     kept_tx: str
     lost_tx: str
     lost_text: str | None = None
+
+
+AnyEvent: TypeAlias = (
+    PlaybookImported | KeyPointImported | KeyPointAdded | KeyPointUpdated | KeyPointsMerged | KeyPointDeleted
+    | KeyPointEvaluated | KeyPointPruned | KeyPointMoved | CountersSet | SectionReordered | VersionSet
+    | OperationSkipped | TailRepaired | SnapshotSetAside | HistoryRewritten | LearningRequested | LearningCompleted
+    | LearningFailed | LearningGivenUp | PlaybookDisabled | PlaybookEnabled | LearningSkipped | KeyPointMarkedStale
+    | CurationHeld | ModelCallRecorded | LearningDeferred | BranchesMerged | MergeConflictResolved | ProposalRecorded
+    | ProposalAccepted | ProposalRejected | ProposalExpired
+)
+"""Every event type, written out: a `match` over it that ends in `assert_never` is checked by mypy to handle
+each one, so a new type is a decision at each such table, never a silent pass-through. A test holds it to the
+registry's list."""

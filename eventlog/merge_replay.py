@@ -4,15 +4,19 @@ conflicts between the sides resolved and recorded."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, assert_never, cast
 
 import msgspec
 
 from .decide import ApplyOperations, Evaluate, SkipReason, decide
 from .domain import MAX_COUNTER, MAX_ID_DIGITS, OTHERS, SECTION_SLUGS, KeyPoint, PlaybookState, legacy_number, next_name, should_prune
 from .events import (
+    AnyEvent,
+    BranchesMerged,
     CountersSet,
+    CurationHeld,
     Event,
+    HistoryRewritten,
     KeyPointAdded,
     KeyPointDeleted,
     KeyPointEvaluated,
@@ -22,10 +26,27 @@ from .events import (
     KeyPointPruned,
     KeyPointsMerged,
     KeyPointUpdated,
+    LearningCompleted,
+    LearningDeferred,
+    LearningFailed,
+    LearningGivenUp,
+    LearningRequested,
+    LearningSkipped,
     MergeConflictResolved,
+    ModelCallRecorded,
     OperationSkipped,
+    PlaybookDisabled,
+    PlaybookEnabled,
+    PlaybookImported,
+    ProposalAccepted,
+    ProposalExpired,
+    ProposalRecorded,
+    ProposalRejected,
     SectionReordered,
+    SnapshotSetAside,
+    TailRepaired,
     TransactionCommitted,
+    UnknownRecord,
     VersionSet,
 )
 from .evolve import apply
@@ -169,38 +190,49 @@ class MergedState:
             return "merged into another entry on the other branch"
         return "not in the merged playbook"
 
-    def _one(self, commit: TransactionCommitted, index: int, e: Any, side: str,
+    def _one(self, commit: TransactionCommitted, index: int, event: Event, side: str,
              names: SideNames) -> tuple[Event, Ident | None]:
-        kind = type(e)
+        e = cast("AnyEvent | UnknownRecord", event)
         tx, at = commit.tx, e.at
-        if kind is CountersSet:
-            return self._counters(e, names), None
-        if kind is KeyPointUpdated:
-            return self._update(e, tx, at, side, names), None
-        if kind is KeyPointDeleted:
-            return self._delete(e, tx, at, side, names), None
-        if kind is KeyPointPruned:
-            return self._prune(e, names), None
-        if kind is KeyPointMoved:
-            return self._move(e, names), None
-        if kind is SectionReordered:
-            return self._reorder(e, names), None
-        if kind is KeyPointMarkedStale:
-            ident, final, name = self._find(names, e.name)
-            if name is None:
-                return self._skip(e, SkipReason.UNKNOWN_ID, f"stale mark of {e.name}: {self._why(ident, final)}"), None
-            return msgspec.structs.replace(e, name=name), None
-        if kind is VersionSet:
-            return msgspec.structs.replace(e, previous=self.state.version), None
-        if kind is KeyPointAdded:
-            return self._add(e, tx, index)
-        if kind is KeyPointImported:
-            name = self._fresh(e.name, e.section)
-            renamed = e.original_name if name == e.name else (e.original_name or e.name)
-            return msgspec.structs.replace(e, name=name, original_name=renamed), (tx, index)
-        if kind is KeyPointsMerged:
-            return self._merge(e, tx, at, index, side, names), (tx, index)
-        return e, None  # audit and bookkeeping records: kept as they are
+        match e:
+            case CountersSet():
+                return self._counters(e, names), None
+            case KeyPointUpdated():
+                return self._update(e, tx, at, side, names), None
+            case KeyPointDeleted():
+                return self._delete(e, tx, at, side, names), None
+            case KeyPointPruned():
+                return self._prune(e, names), None
+            case KeyPointMoved():
+                return self._move(e, names), None
+            case SectionReordered():
+                return self._reorder(e, names), None
+            case KeyPointMarkedStale():
+                ident, final, name = self._find(names, e.name)
+                if name is None:
+                    reason = f"stale mark of {e.name}: {self._why(ident, final)}"
+                    return self._skip(e, SkipReason.UNKNOWN_ID, reason), None
+                return msgspec.structs.replace(e, name=name), None
+            case VersionSet():
+                return msgspec.structs.replace(e, previous=self.state.version), None
+            case KeyPointAdded():
+                return self._add(e, tx, index)
+            case KeyPointImported():
+                name = self._fresh(e.name, e.section)
+                renamed = e.original_name if name == e.name else (e.original_name or e.name)
+                return msgspec.structs.replace(e, name=name, original_name=renamed), (tx, index)
+            case KeyPointsMerged():
+                return self._merge(e, tx, at, index, side, names), (tx, index)
+            case KeyPointEvaluated():
+                raise AssertionError("ratings are replayed in runs, by `_ratings`")
+            case (PlaybookImported() | OperationSkipped() | TailRepaired() | SnapshotSetAside() | HistoryRewritten()
+                  | LearningRequested() | LearningCompleted() | LearningFailed() | LearningGivenUp()
+                  | PlaybookDisabled() | PlaybookEnabled() | LearningSkipped() | CurationHeld() | ModelCallRecorded()
+                  | LearningDeferred() | BranchesMerged() | MergeConflictResolved() | ProposalRecorded()
+                  | ProposalAccepted() | ProposalRejected() | ProposalExpired() | UnknownRecord()):
+                return event, None  # audit and bookkeeping records, and a newer version's: kept as they are
+            case _:
+                assert_never(e)
 
     def _counters(self, e: CountersSet, names: SideNames) -> Event:
         """A counter change as an increment of the merged counters."""
@@ -325,28 +357,37 @@ class MergedState:
                                harmful=_clamp(sum(kp.harmful for kp in kps)), missing_sources=missing,
                                cut_from=e.cut_from)
 
-    def _emit(self, event: Any, created: Ident | None, side: str, tx: str) -> None:
+    def _emit(self, event: Event, created: Ident | None, side: str, tx: str) -> None:
         """Apply `event` to the merged state and keep the identity maps in step with it."""
-        kind = type(event)
-        if kind is KeyPointAdded or kind is KeyPointImported:
-            apply(self.state, event)
-            self._created(event, created)
-        elif kind is KeyPointsMerged:
-            self._merged_away(event.sources, created, side, tx)
-            apply(self.state, event)
-            self._created(event, created)
-        elif kind is KeyPointDeleted or kind is KeyPointPruned:
-            self._removed(event.name, side, tx)
-            apply(self.state, event)
-        elif kind is KeyPointUpdated:
-            kp = self.state.get(event.name)
-            if kp is not None:
-                self.texts.get(kp.text, set()).discard(event.name)
-                self.texts.setdefault(event.text, set()).add(event.name)
-                self.changed[self.ident_of[event.name]] = _Change(side, tx, "update")
-            apply(self.state, event)
-        else:
-            apply(self.state, event)
+        e = cast("AnyEvent | UnknownRecord", event)
+        match e:
+            case KeyPointAdded() | KeyPointImported():
+                apply(self.state, e)
+                self._created(e, created)
+            case KeyPointsMerged():
+                self._merged_away(e.sources, created, side, tx)
+                apply(self.state, e)
+                self._created(e, created)
+            case KeyPointDeleted() | KeyPointPruned():
+                self._removed(e.name, side, tx)
+                apply(self.state, e)
+            case KeyPointUpdated():
+                kp = self.state.get(e.name)
+                if kp is not None:
+                    self.texts.get(kp.text, set()).discard(e.name)
+                    self.texts.setdefault(e.text, set()).add(e.name)
+                    self.changed[self.ident_of[e.name]] = _Change(side, tx, "update")
+                apply(self.state, e)
+            case (KeyPointEvaluated() | KeyPointMoved() | CountersSet() | SectionReordered() | VersionSet()
+                  | KeyPointMarkedStale() | PlaybookImported() | OperationSkipped() | TailRepaired()
+                  | SnapshotSetAside() | HistoryRewritten() | LearningRequested() | LearningCompleted()
+                  | LearningFailed() | LearningGivenUp() | PlaybookDisabled() | PlaybookEnabled() | LearningSkipped()
+                  | CurationHeld() | ModelCallRecorded() | LearningDeferred() | BranchesMerged()
+                  | MergeConflictResolved() | ProposalRecorded() | ProposalAccepted() | ProposalRejected()
+                  | ProposalExpired() | UnknownRecord()):
+                apply(self.state, event)  # no entry is created or removed: names and identities stay as they are
+            case _:
+                assert_never(e)
 
     def _created(self, event: Any, created: Ident | None) -> None:
         """An entry the merged log now holds under `event.name`, with the identity it was created with."""

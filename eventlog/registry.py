@@ -107,7 +107,6 @@ FAMILIES: dict[str, frozenset[str]] = {
     for family in dict.fromkeys(entry.family for entry in REGISTRY if entry.family)
 }
 
-AnyEvent: Any = Union[EVENT_TYPES]
 AnyRecord: Any = Union[(*EVENT_TYPES, ev.TransactionCommitted)]
 record_decoder: msgspec.json.Decoder[Any]
 """Decodes any line this version knows, as the full record (built on first use: see `__getattr__`)."""

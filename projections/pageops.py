@@ -4,22 +4,46 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, assert_never
 
 from eventlog.domain import SECTION_SLUGS
 from eventlog.events import (
+    AnyEvent,
+    BranchesMerged,
     CountersSet,
+    CurationHeld,
+    HistoryRewritten,
     KeyPointAdded,
     KeyPointDeleted,
     KeyPointEvaluated,
     KeyPointImported,
+    KeyPointMarkedStale,
     KeyPointMoved,
     KeyPointPruned,
     KeyPointsMerged,
     KeyPointUpdated,
+    LearningCompleted,
+    LearningDeferred,
+    LearningFailed,
+    LearningGivenUp,
+    LearningRequested,
+    LearningSkipped,
+    MergeConflictResolved,
     ModelCallRecorded,
+    OperationSkipped,
+    PlaybookDisabled,
+    PlaybookEnabled,
+    PlaybookImported,
+    ProposalAccepted,
+    ProposalExpired,
+    ProposalRecorded,
+    ProposalRejected,
     SectionReordered,
+    SnapshotSetAside,
+    TailRepaired,
     TransactionCommitted,
+    UnknownRecord,
+    VersionSet,
 )
 from eventlog.registry import SHORT_NAMES, tag_of
 
@@ -70,7 +94,7 @@ def _section(name: str) -> int:
     return _SECTION_INDEX.get(name, len(SECTIONS) - 1)  # the fold files an unknown section under OTHERS
 
 
-def op_of(event: Any, s: Callable[[str | None], int | None], where: dict[str, str]) -> tuple[list[Any], int]:
+def op_of(event: AnyEvent | UnknownRecord, s: Callable[[str | None], int | None], where: dict[str, str]) -> tuple[list[Any], int]:
     """The op for one event, and the bit mask of the sections it touches (`where`: the placements
     just before it)."""
 
@@ -78,31 +102,40 @@ def op_of(event: Any, s: Callable[[str | None], int | None], where: dict[str, st
         section = where.get(name)
         return 0 if section is None else 1 << _section(section)
 
-    kind = type(event)
-    if kind is KeyPointEvaluated:
-        return ["e", s(event.name), s(event.rating), event.helpful, event.harmful, s(event.rationale)], bit(event.name)
-    if kind is KeyPointAdded or kind is KeyPointImported:
-        return (["a" if kind is KeyPointAdded else "i", s(event.name), _section(event.section), s(event.text),
-                 event.helpful, event.harmful], 1 << _section(event.section))
-    if kind is KeyPointUpdated:
-        return ["u", s(event.name), s(event.text), s(event.previous_text)], bit(event.name)
-    if kind is KeyPointsMerged:
-        mask = 1 << _section(event.section)
-        for source in event.sources:
-            mask |= bit(source)
-        return (["m", s(event.name), _section(event.section), s(event.text), event.helpful, event.harmful,
-                 [s(source) for source in event.sources]], mask)
-    if kind is KeyPointDeleted:
-        return ["d", s(event.name), s(event.reason or None), s(event.text)], bit(event.name)
-    if kind is KeyPointPruned:
-        return ["p", s(event.name), s(event.rule), event.helpful, event.harmful], bit(event.name)
-    if kind is CountersSet:
-        return ["c", s(event.name), event.helpful, event.harmful], bit(event.name)
-    if kind is KeyPointMoved:
-        return ["v", s(event.name), _section(event.to_section)], bit(event.name) | 1 << _section(event.to_section)
-    if kind is SectionReordered:
-        return ["r", _section(event.section), [s(name) for name in event.names]], 1 << _section(event.section)
-    return ["x", s(label(tag_of(event))), s(getattr(event, "name", None)), s(_detail(event))], 0
+    match event:
+        case KeyPointEvaluated():
+            return (["e", s(event.name), s(event.rating), event.helpful, event.harmful, s(event.rationale)],
+                    bit(event.name))
+        case KeyPointAdded() | KeyPointImported():
+            return (["a" if type(event) is KeyPointAdded else "i", s(event.name), _section(event.section),
+                     s(event.text), event.helpful, event.harmful], 1 << _section(event.section))
+        case KeyPointUpdated():
+            return ["u", s(event.name), s(event.text), s(event.previous_text)], bit(event.name)
+        case KeyPointsMerged():
+            mask = 1 << _section(event.section)
+            for source in event.sources:
+                mask |= bit(source)
+            return (["m", s(event.name), _section(event.section), s(event.text), event.helpful, event.harmful,
+                     [s(source) for source in event.sources]], mask)
+        case KeyPointDeleted():
+            return ["d", s(event.name), s(event.reason or None), s(event.text)], bit(event.name)
+        case KeyPointPruned():
+            return ["p", s(event.name), s(event.rule), event.helpful, event.harmful], bit(event.name)
+        case CountersSet():
+            return ["c", s(event.name), event.helpful, event.harmful], bit(event.name)
+        case KeyPointMoved():
+            return ["v", s(event.name), _section(event.to_section)], bit(event.name) | 1 << _section(event.to_section)
+        case SectionReordered():
+            return ["r", _section(event.section), [s(name) for name in event.names]], 1 << _section(event.section)
+        case (PlaybookImported() | VersionSet() | OperationSkipped() | TailRepaired() | SnapshotSetAside()
+              | HistoryRewritten() | LearningRequested() | LearningCompleted() | LearningFailed() | LearningGivenUp()
+              | PlaybookDisabled() | PlaybookEnabled() | LearningSkipped() | KeyPointMarkedStale() | CurationHeld()
+              | ModelCallRecorded() | LearningDeferred() | BranchesMerged() | MergeConflictResolved()
+              | ProposalRecorded() | ProposalAccepted() | ProposalRejected() | ProposalExpired() | UnknownRecord()):
+            # Recorded, not folded into the page's playbook: a line of the transaction's detail.
+            return ["x", s(label(tag_of(event))), s(getattr(event, "name", None)), s(_detail(event))], 0
+        case _:
+            assert_never(event)
 
 
 def label(tag: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import typing
 
 import msgspec
 
@@ -19,6 +20,10 @@ def _event_classes() -> set[type]:
 def test_every_event_class_has_exactly_one_entry():
     assert {entry.cls for entry in REGISTRY} == _event_classes()
     assert len(BY_TAG) == len(REGISTRY)
+
+
+def test_the_static_union_mypy_checks_matches_against_is_every_event_type():
+    assert set(typing.get_args(ev.AnyEvent)) == {entry.cls for entry in REGISTRY}
 
 
 def test_short_names_are_unique_and_not_another_tag_or_family():
