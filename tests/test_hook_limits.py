@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -29,12 +28,20 @@ LIMIT = 200_000
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")]
 
 
+MEASURED = ("import resource, subprocess, sys; done = subprocess.run(sys.argv[1:]); "
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); sys.exit(done.returncode)")
+"""Runs the hook as its only child and prints the most memory (KiB) it held, as the last line on stderr."""
+
+
 def run_hook(script: str, project: Path, stdin: dict[str, str]) -> tuple[subprocess.CompletedProcess[bytes], int]:
-    """The hook as Claude Code runs it, and the most memory (KiB) a hook process held so far."""
+    """The hook as Claude Code runs it, and the most memory (KiB) it held."""
     env = {**os.environ, "CLAUDE_PROJECT_DIR": str(project), "PLAYBOOK_HOOK_FOLD_LIMIT": str(LIMIT)}
-    done = subprocess.run([sys.executable, "-I", "-S", str(ROOT / "playbook" / "quick" / script)],
+    done = subprocess.run([sys.executable, "-c", MEASURED, sys.executable, "-I", "-S",
+                           str(ROOT / "playbook" / "quick" / script)],
                           input=json.dumps(stdin).encode(), capture_output=True, env=env, cwd=project, timeout=30)
-    return done, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    lines = done.stderr.rstrip(b"\n").split(b"\n")
+    done.stderr = b"\n".join(lines[:-1])
+    return done, int(lines[-1])
 
 
 def large_log(claude: Path, transactions: int = 60) -> PlaybookRepository:
