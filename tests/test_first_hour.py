@@ -134,3 +134,20 @@ def test_importing_a_file_already_in_the_playbook_adds_nothing_and_says_so(run, 
     assert "duplicate_text: already in the playbook as kpt_001" in mixed.out
     texts = sorted(kp.text for _, kp in repo.current()[0].entries())
     assert texts == ["Prefer small commits", "Run the tests first", "Use pathlib"]
+
+
+@pytest.mark.slow
+def test_share_names_the_files_to_commit_from_the_current_directory(tmp_path, monkeypatch, capsys):
+    from playbook.commands.cli import main
+
+    project = tmp_path / "app"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(project)
+    assert main(["share"]) == 0
+    said = capsys.readouterr().out.splitlines()[-1]
+    assert said.startswith("shared: commit .gitattributes, .gitignore and .claude/playbook.events.jsonl;"), said
+    monkeypatch.chdir(tmp_path)
+    assert main(["--project", "app", "share"]) == 0
+    assert "commit app/.gitattributes, app/.gitignore and app/.claude/playbook.events.jsonl;" in capsys.readouterr().out

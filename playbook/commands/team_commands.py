@@ -7,9 +7,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+
+from projections.quickroads import LOG_NAME
 
 from .output import out_json
 from playbook.rendering.safe_text import clean
@@ -41,9 +44,18 @@ def cmd_share(args: argparse.Namespace) -> int:
     project = project_dir(args)
     for line in share(project):
         print(line)
-    print(f"shared: commit .gitattributes, .gitignore and {project.name}/.claude/playbook.events.jsonl; "
+    shown = [clean(_from_here(project / name)) for name in (".gitattributes", ".gitignore", os.path.join(".claude", LOG_NAME))]
+    print(f"shared: commit {shown[0]}, {shown[1]} and {shown[2]}; "
           "each teammate's clone registers the driver on its first playbook command (or runs playbook share)")
     return 0
+
+
+def _from_here(path: Path) -> str:
+    """`path` as the user names it from the current directory (absolute when it is on another branch of the tree)."""
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
 
 
 def cmd_unshare(args: argparse.Namespace) -> int:
