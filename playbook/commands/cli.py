@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable
 
 from eventlog.errors import PlaybookError
+from playbook.quick.stops import install as install_stops
 
 from .audit_commands import add_views
 from .edit_commands import add_edits
@@ -123,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             ensure_registered(project_dir(args))
         except PlaybookError:
             pass  # a project that is not there: the command itself says so
+    install_stops()
     try:
         with collecting() as opened:
             try:
@@ -153,5 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         where = f": {clean(str(exc.filename))}" if exc.filename else ""
         print(f"playbook: {clean(exc.strerror or type(exc).__name__)}{where}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt as exc:
+        from playbook.quick.stops import stopped
+
+        return stopped(args.command, exc)

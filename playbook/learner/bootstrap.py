@@ -29,6 +29,7 @@ from projections.injection import estimate_tokens
 from projections.repository import PlaybookRepository
 
 from .learn import Outcome, budget_spent, learning_lock, run_cycle
+from playbook.quick.stops import Terminated
 from playbook.wiring.project import repository
 
 HOOK = "bootstrap"
@@ -217,7 +218,8 @@ class Result(msgspec.Struct):
     outcomes: list[tuple[Session, Outcome]] = []
     stopped: str | None = None
     """Why the run stopped before the end (the budget), or None."""
-    interrupted: bool = False
+    interrupted: int = 0
+    """The exit status of the signal that stopped the run (130 Ctrl-C, 143 SIGTERM), 0 when none did."""
     """Stopped by the user (Ctrl-C): the session being learned keeps its request, for the next run."""
 
 
@@ -259,8 +261,8 @@ def learn(project: Path, todo: list[Session], ignore_budget: bool = False,
             result.outcomes.append((session, outcome))
             if progress is not None:
                 progress(session, outcome)
-    except KeyboardInterrupt:
-        result.interrupted = True
+    except KeyboardInterrupt as exc:
+        result.interrupted = 143 if isinstance(exc, Terminated) else 130
     return result
 
 
@@ -377,7 +379,7 @@ def _learn_all(project: Path, repo: PlaybookRepository, todo: list[Session], ign
     if result.interrupted:
         print(f"bootstrap: stopped after {len(result.outcomes)} of {len(todo)} sessions; run `playbook bootstrap` "
               "again to continue", file=stream, flush=True)
-        return 130
+        return result.interrupted
     counts: dict[str, int] = {}
     for _, outcome in result.outcomes:
         counts[outcome.status] = counts.get(outcome.status, 0) + 1

@@ -96,6 +96,16 @@ def quiet_learning_hook(event: str) -> io.BytesIO | None:
 
 
 def main() -> None:
+    from playbook.quick import stops
+
+    stops.install()
+    try:
+        _main()
+    except KeyboardInterrupt as stop:  # stopped while it was still starting: the command line says it after
+        sys.exit(stops.stopped(stops.command_of(sys.argv[1:]), stop))
+
+
+def _main() -> None:
     closed_to_devnull()
     path = search_path()
     sys.path[:] = path + [entry for entry in sys.path if entry not in path]  # launch.py's own entry among them
@@ -130,6 +140,16 @@ def main() -> None:
 def console() -> int:
     """The `playbook` console script an installer writes: `show` of a current playbook.json with the standard
     library alone (see `playbook.quick.quick_show`), anything else the command line; never a traceback."""
+    from playbook.quick import stops
+
+    stops.install()
+    try:
+        return _console()
+    except KeyboardInterrupt as stop:
+        return stops.stopped(stops.command_of(sys.argv[1:]), stop)
+
+
+def _console() -> int:
     closed_to_devnull()
     if "show" in sys.argv[1:4]:
         from playbook.quick.quick_show import show
