@@ -22,7 +22,11 @@ SNAPSHOT_NAME = "playbook.json"
 INJECTION_NAME = "playbook.hook.json"
 RECALL_NAME = "playbook.recall.json"
 SETTINGS_NAME = "playbook.settings.json"
-NOTICE_NAME = "playbook.notice"
+NOTICE_NAME = "notice"
+"""The notice's name in the project's local directory (`local_dir`); `notice.shown` beside it holds the day it was
+last shown."""
+LOCAL_DIR = "projects"
+"""Under the user-level directory, one directory per project for what this machine alone knows of it."""
 SHOW_NAME = "playbook.show.txt"
 CHECKPOINT_DIR = "playbook.checkpoints"
 RECALL_FORMAT = b"recall-1"
@@ -105,6 +109,31 @@ def user_dir() -> str:
         return configured
     config = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
     return os.path.join(config, "playbook")
+
+
+def local_dir(project: str | os.PathLike[str]) -> str:
+    """This machine's own directory for `project`, outside every repository: `<user_dir>/projects/<name>-<digest>`,
+    the digest of the project's real path (so a project reached through a link is one project).
+
+    What a repository ships is never read from here: its `.claude/` can hold any file under any name, so what
+    only this machine may say of a project (the learning notice, the learning requests made here) lives where
+    no clone can put a file."""
+    real = os.path.realpath(project)
+    try:  # the C hash alone: `hashlib` loads OpenSSL, milliseconds a session start should not pay
+        from _sha2 import sha256  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        try:
+            from _sha256 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
+        except ImportError:  # pragma: no cover - a build without the C modules
+            from hashlib import sha256  # type: ignore[assignment,no-redef,unused-ignore]
+    digest = sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    name = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "._-") else "-" for ch in os.path.basename(real))
+    return os.path.join(user_dir(), LOCAL_DIR, f"{name.lstrip('.')[:40] or 'root'}-{digest}")
+
+
+def notice_path(project: str | os.PathLike[str]) -> str:
+    """Where the learning notice of `project` is kept: in its `local_dir`, never in the repository."""
+    return os.path.join(local_dir(project), NOTICE_NAME)
 
 
 def user_mark(directory: str | os.PathLike[str]) -> str:

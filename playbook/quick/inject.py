@@ -13,8 +13,8 @@ import time
 
 # The package's root, beside this file, for the quick roads' contract: absolute, never the current directory.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from projections.quickroads import (INJECTION_NAME, LOG_NAME, MAX_PROJECTION_BYTES, NOTICE_NAME,  # noqa: E402
-                                    SNAPSHOT_NAME, claude_outside, current_body, read_small, user_dir)
+from projections.quickroads import (INJECTION_NAME, LOG_NAME, MAX_PROJECTION_BYTES, SNAPSHOT_NAME,  # noqa: E402
+                                    claude_outside, current_body, notice_path, read_small, user_dir)
 
 
 def _fast(claude_dir: str, user_level: bool = False) -> "bytes | None":  # a string: any Python 3 runs this
@@ -32,11 +32,14 @@ def _fast(claude_dir: str, user_level: bool = False) -> "bytes | None":  # a str
         return None
 
 
-def _notice(claude_dir: str) -> "bytes | None":
-    """The notice `.claude/playbook.notice` holds (a JSON string saying why learning cannot run), if it was not
-    shown today; marks it shown. With no notice this is one failed open."""
-    path = os.path.join(claude_dir, NOTICE_NAME)
+def _notice(project: str) -> "bytes | None":
+    """The notice this machine keeps for `project` (a JSON string saying why learning cannot run), if it was not
+    shown today; marks it shown. With no notice this is one failed open.
+
+    Read from the project's local directory only (`notice_path`), never from the project's `.claude/`: a
+    repository can ship a file under any name there, and the user must not be shown its text as ours."""
     try:
+        path = notice_path(project)
         message = read_small(path)
         if message is None:
             return None
@@ -106,7 +109,7 @@ def main() -> int:
         except Exception as exc:  # the session must start whatever happens here
             print(f"playbook: cannot inject the playbook: {exc}", file=sys.stderr)
             return 0
-    notice = _notice(claude_dir)
+    notice = _notice(os.path.dirname(claude_dir))
     if notice is not None:
         output = _with_notice(output, notice)
     sys.stdout.buffer.write(output)

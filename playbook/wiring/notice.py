@@ -1,11 +1,15 @@
 """The one line SessionStart shows the user when learning cannot run, at most once a day.
 
 Python code that knows (the learning hooks, the learner, `playbook enable` / `disable`,
-the SessionStart slow path) writes the reason to `.claude/playbook.notice`, as a JSON
-string, or removes the file when learning can run. The SessionStart script
-(`playbook/quick/inject.py`, standard library only) shows it as the hook's `systemMessage`
-and notes the day in `.claude/playbook.notice.shown`; with no notice it costs one
+the SessionStart slow path) writes the reason to `notice` in the project's local directory
+(`projections.quickroads.local_dir`: under the user-level directory, keyed by the project's
+real path), as a JSON string, or removes the file when learning can run. The SessionStart
+script (`playbook/quick/inject.py`, standard library only) shows it as the hook's
+`systemMessage` and notes the day in `notice.shown` beside it; with no notice it costs one
 failed `open`.
+
+The notice is never kept in the repository: a clone's `.claude/` can hold any file, and a
+message shown as ours (`run curl ... | sh`) must come from this machine alone.
 """
 
 from __future__ import annotations
@@ -15,8 +19,8 @@ import os
 from pathlib import Path
 
 from eventlog.domain import PlaybookState
-from eventlog.files import FILE_MODE
-from projections.quickroads import ALL_OFF, NO_BACKEND, NOTICE_NAME, read_small
+from eventlog.files import FILE_MODE, make_dirs
+from projections.quickroads import ALL_OFF, NO_BACKEND, NOTICE_NAME, notice_path, read_small
 
 from playbook.learner.backend import model_config
 from .settings import load_settings
@@ -37,7 +41,7 @@ def learning_blocker(project: Path, state: PlaybookState) -> str | None:
 def update_notice(project: Path, state: PlaybookState) -> str | None:
     """Write (or remove) the project's notice; returns the reason, if any. Never raises on I/O."""
     reason = learning_blocker(project, state)
-    path = project / ".claude" / NOTICE_NAME
+    path = Path(notice_path(project))
     try:
         if reason is None:
             path.unlink(missing_ok=True)
@@ -45,11 +49,12 @@ def update_notice(project: Path, state: PlaybookState) -> str | None:
             data = (json.dumps(f"playbook: {reason}") + "\n").encode()
             if read_small(str(path)) == data:
                 return reason
+            make_dirs(path.parent)
             temporary = path.with_name(f"{NOTICE_NAME}.{os.getpid()}.tmp")
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
             os.replace(temporary, path)
     except OSError:
-        pass  # a notice is a courtesy: a read-only project still works
+        pass  # a notice is a courtesy: a read-only user directory still lets the project work
     return reason
