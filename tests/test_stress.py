@@ -60,7 +60,8 @@ from eventlog.store import LogReader, Position, fold_log
 from playbook.quick import inject
 from projections.revert import plan_revert
 from projections import checkpoints
-from projections.injection import INJECTION_NAME, hook_output
+from projections.injection import hook_output
+from projections.quickroads import INJECTION_NAME
 from projections.repository import LOG_NAME, SNAPSHOT_NAME, PlaybookRepository
 from projections.snapshot import playbook_dict, render
 from projections.timeline import Timeline
@@ -193,10 +194,11 @@ def _learner(project: str, config_dir: str, result_dir: str, worker: int, env: d
     try:
         _child_setup(env)
         import playbook.learner.models  # noqa: F401 - the anthropic SDK loads before the clock starts
+        from playbook.learner.bootstrap import transcripts_dir
         from playbook.learner.learn import learn_pending, request_learning
 
         fixture = FIXTURE.read_text()
-        transcripts = Path(config_dir, "projects", "-stress-project")
+        transcripts = transcripts_dir(Path(project), Path(config_dir))
         transcripts.mkdir(parents=True, exist_ok=True)
         requests, outcomes = [], []
         barrier.wait(timeout=START_TIMEOUT)
