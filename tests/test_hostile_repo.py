@@ -13,6 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from eventlog.decide import ApplyOperations, RequestLearning
+from eventlog.events import Cause, LearningSkipped
+from playbook.learner.transcript import project_slug
+from projections.repository import PlaybookRepository
+from tests.fake_anthropic import FakeAnthropic, reply_text
 from tests.gittools import HAS_GIT, Git, git_env
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,3 +85,45 @@ def test_a_notice_a_repository_ships_is_never_shown_and_no_shown_mark_goes_throu
     assert session_start(clone, env).stdout == b""
     assert outside.read_text() == "untouched\n"
     assert Git(clone, env)("status", "--porcelain").stdout == ""  # nothing written in the repository
+
+
+# === B. transcripts a shipped log names ====================================================================
+
+
+def test_a_cloned_log_naming_transcripts_in_claude_codes_directory_makes_the_learner_read_none(tmp_path):
+    """The author's log asks to learn another project's session of the user's, and one of this clone's own (a
+    path the author can guess): neither request was made on this machine, so neither file is read or sent."""
+    home = tmp_path / "home"
+    config = home / ".claude"
+    clone_path = tmp_path / "clone"
+    other = config / "projects" / "-home-user-secret-project" / "0b7e4c1a-2f4d-4c55-9d7e-5b1d2a3c4e5f.jsonl"
+    own = config / "projects" / project_slug(str(clone_path)) / "1c8f5d2b-3e5a-4d66-8e8f-6c2e3b4d5f60.jsonl"
+    for path in (other, own):
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps({"type": "user", "message": {"role": "user", "content": "PRIVATE-9c3d plans"}})
+                        + "\n" + json.dumps({"type": "assistant", "message": {"role": "assistant",
+                                                                                "content": "noted"}}) + "\n")
+    maker = PlaybookRepository(tmp_path / "maker" / ".claude")
+    maker.append([ApplyOperations([{"type": "ADD", "text": "run the tests", "section": "PATTERNS & APPROACHES"}])],
+                 Cause(source="test"))
+    for request, path in (("aaaaaaaaaaaaaaaa", other), ("bbbbbbbbbbbbbbbb", own)):
+        maker.append([RequestLearning(request=request, hook="SessionEnd", transcript=str(path), session="s")],
+                     Cause(source="hook:SessionEnd", session="s"))
+    clone, env = shipped(tmp_path, {".claude/playbook.events.jsonl": maker.log_path.read_bytes()})
+    assert clone == clone_path
+    with FakeAnthropic(lambda body: reply_text("{}")) as api:
+        done = subprocess.run([sys.executable, "-m", "playbook", "learn", "--pending"], capture_output=True,
+                              text=True, cwd=clone, timeout=120,
+                              env=env | {"CLAUDE_PROJECT_DIR": str(clone), "ANTHROPIC_BASE_URL": api.url,
+                                         "ANTHROPIC_API_KEY": "sk-test-hostile"})
+        sent = api.message_requests()
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    assert sent == [] and "PRIVATE-9c3d" not in done.stdout
+    assert done.stdout.splitlines() == [
+        f"{request}: skipped: request {request} was not made on this machine (the log came from elsewhere); "
+        f"transcript {path} not learned from" for request, path in (("aaaaaaaaaaaaaaaa", other),
+                                                                    ("bbbbbbbbbbbbbbbb", own))]
+    skipped = [e for t in PlaybookRepository(clone / ".claude").store.read() for e in t.events
+               if isinstance(e, LearningSkipped)]
+    assert [e.request for e in skipped] == ["aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb"]
+    assert b"PRIVATE-9c3d" not in (clone / ".claude" / "playbook.events.jsonl").read_bytes()

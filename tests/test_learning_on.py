@@ -13,6 +13,7 @@ import pytest
 
 from eventlog.events import LearningFailed, LearningGivenUp, PlaybookDisabled, PlaybookEnabled
 from playbook.commands.cli import main
+from playbook.learner.bootstrap import transcripts_dir
 from playbook.learner.learn import learn_pending, request_learning
 from playbook.wiring.settings import Settings, load_settings
 from projections.quickroads import notice_path
@@ -29,7 +30,7 @@ CURATION = {"reasoning": "keep it", "operations": [{"type": "ADD", "section": "O
 @pytest.fixture
 def home(tmp_path, monkeypatch) -> Path:
     home = tmp_path / "home"
-    (home / ".claude" / "projects" / "-proj").mkdir(parents=True)
+    transcripts_dir(tmp_path / "proj", home / ".claude").mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "AGENTIC_CONTEXT_API_KEY", "ANTHROPIC_BASE_URL"):
@@ -47,7 +48,7 @@ def project(tmp_path, monkeypatch) -> Path:
 
 @pytest.fixture
 def transcript(home) -> Path:
-    path = home / ".claude" / "projects" / "-proj" / "s-1.jsonl"
+    path = transcripts_dir(home.parent / "proj", home / ".claude") / "s-1.jsonl"
     path.write_text('{"type":"user","message":{"role":"user","content":"hi"}}\n'
                     '{"type":"assistant","message":{"role":"assistant","content":"hello"}}\n')
     return path

@@ -41,7 +41,8 @@ from eventlog.errors import PlaybookError
 
 from .condense import CONDENSED, Caps, Reading, tool_result, tool_use
 
-__all__ = ["Message", "Transcript", "TranscriptError", "cited_ids", "claude_config_dir", "inside_config_dir",
+__all__ = ["MAX_SLUG", "Message", "Transcript", "TranscriptError", "cited_ids", "claude_config_dir",
+           "inside_project_sessions", "project_sessions", "project_slug", "project_slugs",
            "read_transcript", "without_private"]
 
 
@@ -311,14 +312,63 @@ def claude_config_dir() -> str:
     return os.path.realpath(configured or os.path.join(os.path.expanduser("~"), ".claude"))
 
 
-def inside_config_dir(path: str, directory: str) -> str | None:
-    """`path` resolved (`..` and every link followed) when that lies inside `directory` (already resolved),
-    else None; ValueError for a path no file can have (an embedded NUL byte, a lone surrogate).
+MAX_SLUG = 200
+"""The longest directory name Claude Code writes under `projects/` before it cuts the name and adds a hash."""
 
-    Claude Code writes its transcripts there: a path elsewhere, from a hook's input or a log a repository
-    carries, must not make the learner read a file of the user's and send it to the model."""
+
+def project_slug(absolute: str) -> str:
+    """Claude Code's (2.1) name for the directory of the project at `absolute` under `projects/`.
+
+    Each UTF-16 code unit that is not an ASCII letter or digit becomes `-` (a letter beyond the
+    BMP, such as an emoji, gives two); a name longer than MAX_SLUG is cut there and followed by `-`
+    and the path's hash (Java's String.hashCode over the code units, its absolute value in base 36).
+    Observed with Claude Code 2.1.328: `/tmp/enc/work/my.proj_dir name é` is written under
+    `-tmp-enc-work-my-proj-dir-name--`, `/tmp/enc/work2/emoji 😀 ü` under `-tmp-enc-work2-emoji-----`."""
+    data = absolute.encode("utf-16-le", "surrogatepass")
+    units = [int.from_bytes(data[i:i + 2], "little") for i in range(0, len(data), 2)]
+    slug = "".join(chr(u) if u < 128 and chr(u).isalnum() else "-" for u in units)
+    if len(slug) <= MAX_SLUG:
+        return slug
+    value = 0
+    for unit in units:
+        value = (value * 31 + unit) & 0xFFFFFFFF
+    value = abs(value - (1 << 32) if value >= 1 << 31 else value)
+    digits = ""
+    while True:
+        value, digit = divmod(value, 36)
+        digits = "0123456789abcdefghijklmnopqrstuvwxyz"[digit] + digits
+        if not value:
+            break
+    return f"{slug[:MAX_SLUG]}-{digits}"
+
+
+def project_slugs(absolute: str) -> list[str]:
+    """The names Claude Code gives the directory of the project at `absolute`: `project_slug`, then the name
+    older versions gave (only `/` written as `-`)."""
+    return list(dict.fromkeys([project_slug(absolute), absolute.replace(os.sep, "-")]))
+
+
+def project_sessions(project: str | os.PathLike[str], directory: str) -> list[str]:
+    """The directories, resolved, where Claude Code (configured in `directory`, already resolved) keeps the
+    sessions of `project`: `projects/<slug>` of its real path and of its path as given."""
+    found: dict[str, None] = {}
+    for path in (os.path.realpath(project), os.path.abspath(project)):
+        for slug in project_slugs(path):
+            found[os.path.realpath(os.path.join(directory, "projects", slug))] = None
+    return list(found)
+
+
+def inside_project_sessions(path: str, project: str | os.PathLike[str], directory: str) -> str | None:
+    """`path` resolved when it lies inside one of `project_sessions(project, directory)`, else None; ValueError for
+    a path no file can have.
+
+    A log a repository ships can name any transcript in Claude Code's directory, another project's
+    included: only this project's own sessions are learned from."""
     resolved = os.path.realpath(path)
-    return resolved if resolved.startswith(os.path.join(directory, "")) else None
+    for sessions in project_sessions(project, directory):
+        if resolved.startswith(os.path.join(sessions, "")):
+            return resolved
+    return None
 
 
 def read_transcript(path: str | os.PathLike[str], start_line: int = 0, max_line_bytes: int = 1_000_000,
