@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from playbook.learner.bootstrap import transcripts_dir
-from playbook.learner.transcript import project_slug
+from projections.quickroads import project_slug
 from tests.fake_anthropic import FakeAnthropic, reply_text
 from tests.test_e2e_claude_code import CLAUDE
 

@@ -15,7 +15,7 @@ import pytest
 
 from eventlog.decide import ApplyOperations, RequestLearning
 from eventlog.events import Cause, LearningSkipped
-from playbook.learner.transcript import project_slug
+from projections.quickroads import project_slug
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, reply_text
 from tests.gittools import HAS_GIT, Git, git_env

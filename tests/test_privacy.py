@@ -13,7 +13,8 @@ import pytest
 from eventlog.events import LearningSkipped
 from playbook.learner.learn import learn_pending, request_learning
 from playbook.wiring.settings import load_settings, never_learn_match
-from playbook.learner.transcript import project_slug, read_transcript, without_private
+from playbook.learner.transcript import read_transcript, without_private
+from projections.quickroads import project_slug
 from projections.repository import PlaybookRepository
 
 

@@ -38,12 +38,12 @@ import msgspec
 
 from eventlog.domain import SECTION_SLUGS
 from eventlog.errors import PlaybookError
+from projections.quickroads import project_slug
 
 from .condense import CONDENSED, Caps, Reading, tool_result, tool_use
 
-__all__ = ["MAX_SLUG", "Message", "Transcript", "TranscriptError", "cited_ids", "claude_config_dir",
-           "inside_project_sessions", "project_sessions", "project_slug", "project_slugs",
-           "read_transcript", "without_private"]
+__all__ = ["Message", "Transcript", "TranscriptError", "cited_ids", "claude_config_dir", "inside_project_sessions",
+           "project_sessions", "project_slugs", "read_transcript", "without_private"]
 
 
 # user text that Claude Code writes around local slash commands (/compact, /clear, ...)
@@ -310,36 +310,6 @@ def claude_config_dir() -> str:
     """Claude Code's configuration directory, resolved: `$CLAUDE_CONFIG_DIR` if set, else `~/.claude`."""
     configured = os.environ.get("CLAUDE_CONFIG_DIR")
     return os.path.realpath(configured or os.path.join(os.path.expanduser("~"), ".claude"))
-
-
-MAX_SLUG = 200
-"""The longest directory name Claude Code writes under `projects/` before it cuts the name and adds a hash."""
-
-
-def project_slug(absolute: str) -> str:
-    """Claude Code's (2.1) name for the directory of the project at `absolute` under `projects/`.
-
-    Each UTF-16 code unit that is not an ASCII letter or digit becomes `-` (a letter beyond the
-    BMP, such as an emoji, gives two); a name longer than MAX_SLUG is cut there and followed by `-`
-    and the path's hash (Java's String.hashCode over the code units, its absolute value in base 36).
-    Observed with Claude Code 2.1.328: `/tmp/enc/work/my.proj_dir name é` is written under
-    `-tmp-enc-work-my-proj-dir-name--`, `/tmp/enc/work2/emoji 😀 ü` under `-tmp-enc-work2-emoji-----`."""
-    data = absolute.encode("utf-16-le", "surrogatepass")
-    units = [int.from_bytes(data[i:i + 2], "little") for i in range(0, len(data), 2)]
-    slug = "".join(chr(u) if u < 128 and chr(u).isalnum() else "-" for u in units)
-    if len(slug) <= MAX_SLUG:
-        return slug
-    value = 0
-    for unit in units:
-        value = (value * 31 + unit) & 0xFFFFFFFF
-    value = abs(value - (1 << 32) if value >= 1 << 31 else value)
-    digits = ""
-    while True:
-        value, digit = divmod(value, 36)
-        digits = "0123456789abcdefghijklmnopqrstuvwxyz"[digit] + digits
-        if not value:
-            break
-    return f"{slug[:MAX_SLUG]}-{digits}"
 
 
 def project_slugs(absolute: str) -> list[str]:
