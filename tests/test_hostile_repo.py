@@ -127,3 +127,37 @@ def test_a_cloned_log_naming_transcripts_in_claude_codes_directory_makes_the_lea
                if isinstance(e, LearningSkipped)]
     assert [e.request for e in skipped] == ["aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb"]
     assert b"PRIVATE-9c3d" not in (clone / ".claude" / "playbook.events.jsonl").read_bytes()
+
+
+# === C. the low ones: each a clear line or a fix, through the command line =================================
+
+RAW_CONTROLS = [b"\x1b", b"\x07", b"\x00", b"\r", b"\x08", "\x9b".encode(), "\u202e".encode(), "\u2028".encode()]
+
+
+def cli(project: Path, *args: str, timeout: float = 60, **env: str) -> subprocess.CompletedProcess[bytes]:
+    """`python -m playbook ARGS` in `project`, as a user types it."""
+    return subprocess.run([sys.executable, "-m", "playbook", "--project", str(project), *args], capture_output=True,
+                          cwd=project, timeout=timeout, env=os.environ | {"CLAUDE_PROJECT_DIR": str(project)} | env)
+
+
+def seeded(project: Path, *texts: str) -> PlaybookRepository:
+    repo = PlaybookRepository(project / ".claude")
+    repo.append([ApplyOperations([{"type": "ADD", "text": text, "section": "PATTERNS & APPROACHES"}
+                                  for text in texts])], Cause(source="test"))
+    return repo
+
+
+def assert_one_clean_line(stderr: bytes) -> None:
+    assert b"Traceback" not in stderr and stderr.count(b"\n") == 1 and stderr.startswith(b"playbook: "), stderr
+
+
+def test_export_claude_md_writes_a_key_points_terminal_escapes_as_escapes(tmp_path):
+    project = tmp_path / "project"
+    seeded(project, "clear \x1b[2J\x1b]0;owned\x07 the screen\u202e and \x9b31m recolour", "plain text")
+    done = cli(project, "export", "--claude-md")
+    assert (done.returncode, done.stderr) == (0, b""), done.stderr
+    assert b"clear \\x1b[2J\\x1b]0;owned\\x07 the screen\\u202e and \\x9b31m recolour" in done.stdout
+    written = cli(project, "export", "--claude-md", "--output", str(tmp_path / "CLAUDE.md"))
+    assert written.returncode == 0, written.stderr
+    for raw in RAW_CONTROLS:
+        assert raw not in done.stdout and raw not in (tmp_path / "CLAUDE.md").read_bytes(), raw
