@@ -161,3 +161,41 @@ def test_export_claude_md_writes_a_key_points_terminal_escapes_as_escapes(tmp_pa
     assert written.returncode == 0, written.stderr
     for raw in RAW_CONTROLS:
         assert raw not in done.stdout and raw not in (tmp_path / "CLAUDE.md").read_bytes(), raw
+
+
+ANCHORS_KINDS = ["fifo", "link to /dev/zero", "directory", "garbage", "not an anchor", "huge"]
+
+
+def carry_anchors(project: Path, kind: str) -> None:
+    """`.claude/playbook.anchors` as a clone can ship it."""
+    path = project / ".claude" / "playbook.anchors"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "link to /dev/zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "garbage":
+        path.write_bytes(b"\xff\xfe\x00garbage\x1b[2J\n")
+    elif kind == "not an anchor":
+        path.write_text('{"line": 1, "seq": 1, "offset": 1, "head": "x", "at": "x", "from_line": -5, "tags": "AAAA"}\n')
+    else:
+        with path.open("wb") as handle:  # sparse: gigabytes that cost the repository nothing
+            handle.truncate(8 << 30)
+
+
+@pytest.mark.parametrize("kind", ANCHORS_KINDS)
+@pytest.mark.parametrize("command", [["verify", "--anchor"], ["anchor"], ["purge", "--match", "pathlib"]],
+                         ids=["verify --anchor", "anchor", "purge"])
+def test_an_anchors_file_a_repository_carries_is_one_line_never_a_hang_or_a_traceback(tmp_path, kind, command):
+    project = tmp_path / "project"
+    seeded(project, "use pathlib for paths")
+    before = (project / ".claude" / "playbook.events.jsonl").read_bytes()
+    carry_anchors(project, kind)
+    done = cli(project, *command, timeout=30)
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    lines = (done.stdout + done.stderr).decode()
+    assert "Traceback" not in lines and "playbook.anchors" in lines, lines
+    assert (project / ".claude" / "playbook.events.jsonl").read_bytes() == before  # nothing purged, nothing lost
+    if command[0] != "verify":
+        assert_one_clean_line(done.stderr)
