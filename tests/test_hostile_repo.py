@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import socket
+import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -199,3 +203,44 @@ def test_an_anchors_file_a_repository_carries_is_one_line_never_a_hang_or_a_trac
     assert (project / ".claude" / "playbook.events.jsonl").read_bytes() == before  # nothing purged, nothing lost
     if command[0] != "verify":
         assert_one_clean_line(done.stderr)
+
+
+def test_serve_closes_idle_connections_caps_them_and_says_nothing_of_a_reset(tmp_path):
+    from playbook.commands.serve import CONNECTION_TIMEOUT, MAX_CONNECTIONS
+
+    project = tmp_path / "project"
+    seeded(project, "use pathlib for paths")
+    server = subprocess.Popen([sys.executable, "-m", "playbook", "--project", str(project), "serve"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=project,
+                              env=os.environ | {"CLAUDE_PROJECT_DIR": str(project)})
+    idle: list[socket.socket] = []
+    try:
+        port = int(server.stdout.readline().decode().split("http://127.0.0.1:")[1].split("/")[0])
+
+        def get() -> bytes:
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
+                client.sendall(b"GET /data/head HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+                return b"".join(iter(lambda: client.recv(65536), b""))
+
+        assert get().startswith(b"HTTP/1.0 200")
+        # resets, mid-request and before the answer is read: no line at all
+        for request in (b"GET / HTTP/1.0\r\nHo", b"GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n"):
+            for _ in range(5):
+                client = socket.create_connection(("127.0.0.1", port))
+                client.sendall(request)
+                client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                client.close()  # linger 0: an RST
+        # silent connections: as many as it serves stay open until they time out; one more is closed at once
+        started = time.monotonic()
+        for _ in range(MAX_CONNECTIONS + 1):
+            idle.append(socket.create_connection(("127.0.0.1", port), timeout=CONNECTION_TIMEOUT + 20))
+        assert idle[-1].recv(1) == b"" and time.monotonic() - started < CONNECTION_TIMEOUT
+        assert all(client.recv(1) == b"" for client in idle[:-1])  # each closed by the server
+        assert time.monotonic() - started < CONNECTION_TIMEOUT + 15
+        assert get().startswith(b"HTTP/1.0 200")  # and it serves again
+    finally:
+        for client in idle:
+            client.close()
+        server.send_signal(signal.SIGINT)
+        _out, err = server.communicate(timeout=30)
+    assert b"Traceback" not in err and err.strip() == b"", err.decode()
