@@ -41,6 +41,7 @@ from eventlog.evolve import apply_transaction
 from eventlog.registry import record_decoder, touched_names
 from eventlog.merge import Merged, Replayed, Tx, merge_transactions
 from eventlog.logformat import restamp
+from eventlog.faults import point as fault
 from eventlog.files import FILE_MODE
 from eventlog.store import LogReader, Position, fold_log
 
@@ -420,10 +421,21 @@ def _rest_until(path: Path, start: Position, end: int, label: str) -> tuple[set[
     return ids, position
 
 
-def write_merged(outcome: MergeOutcome, ours: Path, theirs: Path, target: Path) -> None:
-    """Write the merged log to `target` (which may be `ours`): a new file moved into place, never a half one."""
+MERGE_TEMP_SUFFIX = ".merge.tmp"
+"""The end of a merged log's name while it is written: `.<target's name>.<pid>.merge.tmp`."""
+
+
+def merge_temp(target: Path, directory: Path | None = None) -> Path:
+    """Where the merged log for `target` is written before it is moved into place: in `directory` (on the same
+    file system; by default beside `target`), named for `target` and this process."""
+    return (directory or target.parent) / f".{target.name}.{os.getpid()}{MERGE_TEMP_SUFFIX}"
+
+
+def write_merged(outcome: MergeOutcome, ours: Path, theirs: Path, target: Path, scratch: Path | None = None) -> None:
+    """Write the merged log to `target` (which may be `ours`): a new file, written in `scratch` (beside `target`
+    by default), moved into place, never a half one."""
     source = ours if outcome.base == "ours" else theirs
-    temp = target.with_name(f".{target.name}.{os.getpid()}.merge.tmp")
+    temp = merge_temp(target, scratch)
     try:
         with open(source, "rb") as reading, os.fdopen(
             os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE), "wb"
@@ -438,11 +450,12 @@ def write_merged(outcome: MergeOutcome, ours: Path, theirs: Path, target: Path) 
             writing.write(outcome.tail)
             writing.flush()
             os.fsync(writing.fileno())
+        fault("merge-before-replace")
         os.replace(temp, target)
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
 
 
-__all__ = ["MergeOutcome", "MergeRefused", "Replayed", "SharedHistoryRewritten", "common_prefix", "merge_logs",
-           "write_merged"]
+__all__ = ["MERGE_TEMP_SUFFIX", "MergeOutcome", "MergeRefused", "Replayed", "SharedHistoryRewritten", "common_prefix",
+           "merge_logs", "merge_temp", "write_merged"]

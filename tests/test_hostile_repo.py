@@ -244,3 +244,50 @@ def test_serve_closes_idle_connections_caps_them_and_says_nothing_of_a_reset(tmp
         server.send_signal(signal.SIGINT)
         _out, err = server.communicate(timeout=30)
     assert b"Traceback" not in err and err.strip() == b"", err.decode()
+
+
+def diverged(tmp_path: Path) -> tuple[Path, dict]:
+    """A repository sharing its playbook (`playbook share`) on `main`, and a branch `b`: each learned a key point."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = git_env(home) | {"PLAYBOOK_USER_DIR": str(home / "user-level")}
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = Git(repo, env)
+    git("init", "-q", "-b", "main")
+
+    def playbook(*args: str) -> None:
+        done = subprocess.run([sys.executable, "-m", "playbook", "--project", str(repo), *args], cwd=repo, env=env,
+                              capture_output=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+
+    playbook("add", "run the tests first")
+    playbook("share")
+    git("add", "-A")
+    git("commit", "-q", "-m", "shared playbook")
+    git("checkout", "-q", "-b", "b")
+    playbook("add", "keep commits small")
+    git("commit", "-q", "-am", "b learned")
+    git("checkout", "-q", "main")
+    playbook("add", "prefer pathlib")
+    git("commit", "-q", "-am", "main learned")
+    return repo, env
+
+
+def test_a_merge_driver_killed_while_writing_leaves_nothing_in_the_work_tree(tmp_path):
+    repo, env = diverged(tmp_path)
+    git = Git(repo, env)
+    # what an earlier driver, killed while writing beside %A, left in the work tree (its process is gone)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (repo / f"..merge_file_Ab12Cd.{dead.pid}.merge.tmp").write_bytes(b"half a merged log")
+    killed = Git(repo, env | {"PLAYBOOK_FAULT": "merge-before-replace"})("merge", "-q", "b", "-m", "merge b",
+                                                                          check=False)
+    assert killed.returncode != 0  # the driver died: git reports a conflict
+    assert [line for line in git("status", "--porcelain").stdout.splitlines() if line.startswith("??")] == []
+    git("merge", "--abort")
+    git("merge", "-q", "b", "-m", "merge b")
+    assert git("status", "--porcelain").stdout == ""
+    assert list((repo / ".git").glob("*.merge.tmp")) == [] and list(repo.glob(".*.merge.tmp")) == []
+    done = cli(repo, "verify", PLAYBOOK_USER_DIR=env["PLAYBOOK_USER_DIR"])
+    assert done.returncode == 0, done.stdout + done.stderr
