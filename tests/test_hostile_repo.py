@@ -15,10 +15,13 @@ import sys
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from eventlog.decide import ApplyOperations, RequestLearning
 from eventlog.events import Cause, LearningSkipped
+from eventlog.registry import record_decoder
+from eventlog.store import encode_line
 from projections.quickroads import project_slug
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, reply_text
@@ -291,3 +294,27 @@ def test_a_merge_driver_killed_while_writing_leaves_nothing_in_the_work_tree(tmp
     assert list((repo / ".git").glob("*.merge.tmp")) == [] and list(repo.glob(".*.merge.tmp")) == []
     done = cli(repo, "verify", PLAYBOOK_USER_DIR=env["PLAYBOOK_USER_DIR"])
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_verify_names_a_transaction_replayed_under_a_recomputed_chain_as_damage(tmp_path):
+    project = tmp_path / "project"
+    repo = seeded(project, "use pathlib for paths", "run the tests first")
+    assert cli(project, "rm", "pat-001").returncode == 0
+    log = repo.log_path
+    records = [record_decoder.decode(raw) for raw in log.read_bytes().splitlines()]
+    added = [record for record in records if record.tx == records[0].tx]
+    # the first transaction's lines copied after the log, re-numbered and the whole chain recomputed: every line
+    # checks out, and the key point the user removed is back
+    replayed = [msgspec.structs.replace(record, seq=len(records) + index + 1) for index, record in enumerate(added)]
+    out, running = [], 0
+    for record in records + replayed:
+        line, running = encode_line(record, running)
+        out.append(line)
+    log.write_bytes(b"".join(out))
+    assert cli(project, "rebuild").returncode == 0
+    assert b"use pathlib for paths" in cli(project, "show").stdout
+    done = cli(project, "verify")
+    assert done.returncode == 1 and b"Traceback" not in done.stderr, done.stdout + done.stderr
+    first = len(records) + 1
+    assert (f"playbook.events.jsonl:{first}: transaction {added[0].tx} again: lines {first} to "
+            f"{first + len(added) - 1} repeat the one committed at line {len(added)}").encode() in done.stdout
