@@ -318,3 +318,25 @@ def test_verify_names_a_transaction_replayed_under_a_recomputed_chain_as_damage(
     first = len(records) + 1
     assert (f"playbook.events.jsonl:{first}: transaction {added[0].tx} again: lines {first} to "
             f"{first + len(added) - 1} repeat the one committed at line {len(added)}").encode() in done.stdout
+
+
+def test_show_and_verify_say_a_playbook_json_set_aside_waits_after_a_purge_killed_mid_way(tmp_path):
+    project = tmp_path / "project"
+    repo = seeded(project, "run the tests first")
+    older = repo.log_path.read_bytes()
+    assert cli(project, "add", "keep commits small").returncode == 0
+    repo.log_path.write_bytes(older)  # the log restored from an older copy: playbook.json is ahead of it
+    assert cli(project, "add", "prefer pathlib").returncode == 0  # a writer keeps it as playbook.json.ahead-*
+    [kept] = (project / ".claude").glob("playbook.json.ahead-*")
+    killed = cli(project, "purge", "--match", "prefer pathlib", PLAYBOOK_FAULT="purge-after-rename")
+    assert killed.returncode == -signal.SIGKILL and not repo.snapshot_path.exists()
+    line = f"{kept} waits: a playbook.json set aside, holding what the log may not; `playbook recover` takes it back"
+    shown = cli(project, "show")
+    assert shown.returncode == 0 and shown.stderr.decode().splitlines() == [f"playbook: {line} into the log"]
+    checked = cli(project, "verify")
+    assert f"note: {line} into the log" in checked.stdout.decode(), checked.stdout
+    assert cli(project, "recover").returncode == 0
+    assert b"keep commits small" in cli(project, "show").stdout
+    repo.snapshot_path.unlink()
+    again = cli(project, "show")
+    assert again.stderr == b"" and b"waits" not in cli(project, "verify").stdout
