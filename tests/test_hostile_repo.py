@@ -340,3 +340,32 @@ def test_show_and_verify_say_a_playbook_json_set_aside_waits_after_a_purge_kille
     repo.snapshot_path.unlink()
     again = cli(project, "show")
     assert again.stderr == b"" and b"waits" not in cli(project, "verify").stdout
+
+
+def test_purge_says_when_gits_history_still_holds_the_log_and_how_to_rewrite_it(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    env = git_env(home)
+    repo = tmp_path / "repo"
+    project = repo / "service"  # the project a directory of the repository: the path git knows it by
+    seeded(project, "deploy with token hunter2-deploy-token", "run the tests first")
+    git = Git(repo, env)
+    git("init", "-q", "-b", "main")
+    done = cli(project, "purge", "--match", "hunter2-deploy-token", HOME=str(home))
+    assert done.returncode == 0 and b"git" not in done.stdout.lower(), done.stdout  # not in a commit yet
+    seeded(project, "deploy with token hunter2-other-token")
+    git("add", "-A")
+    git("commit", "-q", "-m", "the playbook")
+    done = cli(project, "purge", "--match", "hunter2-other-token", HOME=str(home))
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stdout.decode().splitlines() if "git" in line]
+    assert said == ["git's history still holds the text: commits of service/.claude/playbook.events.jsonl keep every "
+                    "earlier version of the log; rewrite them with `git filter-repo --path "
+                    "service/.claude/playbook.events.jsonl --invert-paths` (or `--replace-text`; git filter-branch "
+                    "does it too), then force-push and have every clone clone again"]
+    assert git("log", "-p", "--all").stdout.count("hunter2-other-token") >= 1  # as the line says
+    outside = tmp_path / "plain"
+    seeded(outside, "deploy with token hunter2-plain-token")
+    done = cli(outside, "purge", "--match", "hunter2-plain-token", HOME=str(home),
+               GIT_CEILING_DIRECTORIES=str(tmp_path))
+    assert done.returncode == 0 and b"git" not in done.stdout.lower()
