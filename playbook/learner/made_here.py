@@ -16,11 +16,12 @@ from pathlib import Path
 
 from eventlog.errors import PlaybookError
 from eventlog.files import FILE_MODE, make_dirs
-from projections.quickroads import local_dir, read_capped
+from projections.quickroads import local_dir
 
 REQUESTS_NAME = "requests"
 MAX_REQUESTS_BYTES = 64 << 20
-"""The most of the record read: a line per learning request (about 150 bytes), hundreds of thousands of them."""
+"""The most of the record read, from its end: a line per learning request (about 150 bytes), hundreds of thousands
+of them, the newest last."""
 
 
 class RequestNotRecorded(PlaybookError):
@@ -51,14 +52,23 @@ def note(project: Path, request: str, transcript: str) -> None:
 
 
 def noted(project: Path) -> set[tuple[str, str]]:
-    """The (request, transcript) pairs this machine noted for `project`; none when the record cannot be read (it
-    is then trusted for nothing)."""
+    """The (request, transcript) pairs this machine noted for `project`, from the record's last
+    MAX_REQUESTS_BYTES (a request still pending is a recent one); none when the record cannot be read: a
+    regular file, never through a link."""
     try:
-        raw = read_capped(str(requests_path(project)), MAX_REQUESTS_BYTES, os.O_NOFOLLOW)
+        fd = os.open(requests_path(project), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except (OSError, ValueError):
         return set()
+    with os.fdopen(fd, "rb") as handle:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            return set()
+        if status.st_size > MAX_REQUESTS_BYTES:
+            handle.seek(status.st_size - MAX_REQUESTS_BYTES)
+            handle.readline()  # the rest of a line cut by the seek
+        raw = handle.read(MAX_REQUESTS_BYTES)
     found: set[tuple[str, str]] = set()
-    for line in (raw or b"").splitlines():
+    for line in raw.splitlines():
         try:
             pair = json.loads(line.decode("utf-8", "surrogateescape"))
         except (ValueError, RecursionError):
