@@ -3,7 +3,8 @@
 `point(name)` is a no-op function unless the environment variable PLAYBOOK_FAULT, read
 once at import, names a point: then the process dies by SIGKILL when it reaches that
 point. Points: after-write, after-fsync, after-cut (the store), before-snapshot
-(`projections.repository`), purge-before-rename, purge-after-rename (`projections.purge`).
+(`projections.repository`), purge-before-rename, purge-after-rename (`projections.purge`),
+merge-before-replace (`projections.merge`).
 Nothing else in the code knows about crash tests.
 """
 

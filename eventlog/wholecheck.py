@@ -150,8 +150,8 @@ def _kill(pid: int) -> None:
         pass
 
 
-def halves_fold(path: Path, middle_state: PlaybookState, middle: Position, observe: Observer | None = None
-                ) -> tuple[LogReader, PlaybookState, int] | None:
+def halves_fold(path: Path, middle_state: PlaybookState, middle: Position, observe: Observer | None = None,
+                whole: tuple[type, ...] = ()) -> tuple[LogReader, PlaybookState, int] | None:
     """Fold the whole log on two cores, split at `middle`, a position whose state is said to be `middle_state`
     (a checkpoint): (the reader of the second half, the state at the log's end, the transactions before
     `middle`) when every check held, else None, and then what `observe` saw is to be thrown away and the log
@@ -160,7 +160,8 @@ def halves_fold(path: Path, middle_state: PlaybookState, middle: Position, obser
     A forked child folds the log up to `middle` from its start as `LogReader.fold(..., seqs=True)` does and
     vouches only when it reaches exactly `middle` (its hash, seq and line) with a state that encodes to the
     same bytes as `middle_state`, dict order included; the parent meanwhile folds, with every check, from
-    `middle` to the end, shown to `observe`. Every byte is checked by one of the two, from a start the other
+    `middle` to the end, shown to `observe` (the types in `whole` decoded as records, not views). Every byte is
+    checked by one of the two, from a start the other
     proved. None at once, nothing folded, for a log under `PARALLEL_FROM` bytes or where `fork` is
     unavailable."""
     size = _size(path)
@@ -172,7 +173,7 @@ def halves_fold(path: Path, middle_state: PlaybookState, middle: Position, obser
         return None
     state = msgspec.msgpack.decode(expected, type=PlaybookState)
     reader = LogReader(path, middle)
-    reply = _alongside(child, lambda: reader.fold(state, observe=observe, seqs=True))
+    reply = _alongside(child, lambda: reader.fold(state, observe=observe, whole=whole, seqs=True))
     if reply is None or not reply.isdigit():
         return None
     return reader, state, int(reply)

@@ -19,7 +19,9 @@ line are then accepted through that record only.
 from __future__ import annotations
 
 import base64
+import errno
 import os
+import stat
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,8 @@ from eventlog.safefiles import create, directory, write_all
 from eventlog.events import HistoryRewritten
 from eventlog.logformat import COMMIT, DECODE_ERRORS, decode_line, hash_after, split_hash
 from eventlog.store import LogReader, Position
+
+from .quickroads import read_capped
 
 ANCHORS_NAME = "playbook.anchors"
 TAG_BYTES = 2
@@ -74,10 +78,10 @@ class AnchorReport(msgspec.Struct):
 
 
 class AnchorFileError(Exception):
-    """The anchors file cannot be read: its path, line and why."""
+    """The anchors file cannot be read: its path, line (None for the whole file) and why."""
 
-    def __init__(self, path: Path, line: int, reason: str) -> None:
-        super().__init__(f"{path}: line {line}: {reason}")
+    def __init__(self, path: Path, line: int | None, reason: str) -> None:
+        super().__init__(f"{path}: {reason}" if line is None else f"{path}: line {line}: {reason}")
         self.path, self.line, self.reason = path, line, reason
 
 
@@ -89,12 +93,28 @@ def anchors_path(claude_dir: Path) -> Path:
     return Path(claude_dir) / ANCHORS_NAME
 
 
+MAX_ANCHORS_BYTES = 64 << 20
+"""The largest anchors file read: two bytes a line since the previous anchor, so tens of millions of lines."""
+
+
 def read_anchors(path: Path) -> list[Anchor]:
-    """The anchors recorded in `path`, oldest first ([] when there is no file)."""
+    """The anchors recorded in `path`, oldest first ([] when there is no file).
+
+    A regular file of at most MAX_ANCHORS_BYTES only, opened without blocking and never through a link: a
+    clone can ship the name as a FIFO (an open that never returns), a link to /dev/zero (a read without
+    end), a directory or a sparse file of gigabytes. `AnchorFileError` says which, in one line."""
     try:
-        raw = path.read_bytes()
+        raw = read_capped(str(path), MAX_ANCHORS_BYTES, os.O_NOFOLLOW)
     except (FileNotFoundError, NotADirectoryError):
         return []
+    except OSError as exc:
+        reason = "it is a link; the anchors are read from a file in .claude only" if exc.errno == errno.ELOOP \
+            else f"cannot be read: {exc.strerror or exc}"
+        raise AnchorFileError(path, None, reason) from exc
+    if raw is None:
+        regular = stat.S_ISREG(os.lstat(path).st_mode)
+        raise AnchorFileError(path, None, f"larger than {MAX_ANCHORS_BYTES >> 20} MiB, more than any anchors file holds" if regular
+                              else "not a regular file")
     anchors = []
     for number, line in enumerate(raw.splitlines(), 1):
         if not line.strip():

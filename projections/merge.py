@@ -41,6 +41,7 @@ from eventlog.evolve import apply_transaction
 from eventlog.registry import record_decoder, touched_names
 from eventlog.merge import Merged, Replayed, Tx, merge_transactions
 from eventlog.logformat import restamp
+from eventlog.faults import point as fault
 from eventlog.safefiles import create_new, directory, remove, replace
 from eventlog.store import LogReader, Position, fold_log
 
@@ -420,17 +421,29 @@ def _rest_until(path: Path, start: Position, end: int, label: str) -> tuple[set[
     return ids, position
 
 
-def write_merged(outcome: MergeOutcome, ours: Path, theirs: Path, target: Path, root: Path | None = None) -> None:
-    """Write the merged log to `target` (which may be `ours`): a new file moved into place, never a half one.
+MERGE_TEMP_SUFFIX = ".merge.tmp"
+"""The end of a merged log's name while it is written: `.<target's name>.<pid>.merge.tmp`."""
+
+
+def merge_temp(target: Path, directory: Path | None = None) -> Path:
+    """Where the merged log for `target` is written before it is moved into place: in `directory` (on the same
+    file system; by default beside `target`), named for `target` and this process."""
+    return (directory or target.parent) / f".{target.name}.{os.getpid()}{MERGE_TEMP_SUFFIX}"
+
+
+def write_merged(outcome: MergeOutcome, ours: Path, theirs: Path, target: Path, root: Path | None = None,
+                 scratch: Path | None = None) -> None:
+    """Write the merged log to `target` (which may be `ours`): a new file, written in `scratch` (beside `target`
+    by default), moved into place, never a half one.
 
     Follows no link below `root` (a project's, for its log; by default `target`'s directory as the caller
-    named it, as git names %A): the new file is created, and renamed over `target`, inside the directory
+    named it, as git names %A): the new file is created, and renamed over `target`, inside directories
     reached without one."""
     source = ours if outcome.base == "ours" else theirs
     root = root if root is not None else target.parent
-    temp = f".{target.name}.{os.getpid()}.merge.tmp"
-    with directory(target.parent, root) as dir_fd:
-        fd = create_new(dir_fd, temp)
+    temp = merge_temp(target, scratch).name
+    with directory(target.parent, root) as dir_fd, directory(scratch or target.parent, root) as scratch_fd:
+        fd = create_new(scratch_fd, temp)
         try:
             with os.fdopen(fd, "wb") as writing, open(source, "rb") as reading:
                 remaining = outcome.keep
@@ -443,11 +456,12 @@ def write_merged(outcome: MergeOutcome, ours: Path, theirs: Path, target: Path, 
                 writing.write(outcome.tail)
                 writing.flush()
                 os.fsync(writing.fileno())
-            replace(dir_fd, temp, target.name)
+            fault("merge-before-replace")
+            replace(scratch_fd, temp, target.name, dir_fd)
         except BaseException:
-            remove(dir_fd, temp)
+            remove(scratch_fd, temp)
             raise
 
 
-__all__ = ["MergeOutcome", "MergeRefused", "Replayed", "SharedHistoryRewritten", "common_prefix", "merge_logs",
-           "write_merged"]
+__all__ = ["MERGE_TEMP_SUFFIX", "MergeOutcome", "MergeRefused", "Replayed", "SharedHistoryRewritten", "common_prefix",
+           "merge_logs", "merge_temp", "write_merged"]

@@ -127,6 +127,7 @@ def purge(repo: PlaybookRepository, redact: Redact, reason: Literal["secrets", "
             remove(dir_fd, log.name + TEMP_SUFFIX)  # a purge killed before its rename
         anchor_file = anchors.anchors_path(repo.claude_dir)
         end = _checked_end(log, anchor_file)
+        anchored = bool(_anchors_of(anchor_file))
         with open(log, "rb") as handle:
             data = handle.read(end.offset)
         if progress:
@@ -143,10 +144,8 @@ def purge(repo: PlaybookRepository, redact: Redact, reason: Literal["secrets", "
         if progress:
             progress("rebuilding playbook.json, the hook's projection, the recall index and the checkpoints")
         repo.rebuild_locked()
-        anchored = False
-        if anchors.read_anchors(anchor_file):
+        if anchored:
             anchors.record(log, anchor_file, rewrite=end.seq + 1, from_line=seqs[0], root=repo.root)
-            anchored = True
     return Purged(seqs=seqs, redactions=redactions, head_before=end.hash, head_after=head_after,
                   record_seq=end.seq + 1, kept_original=str(keep_original) if keep_original else None,
                   anchored=anchored)
@@ -163,11 +162,23 @@ def _checked_end(log: Path, anchor_file: Path) -> Position:
         raise PlaybookError(f"the log is damaged, nothing purged: {exc}") from exc
     if reader.torn is not None:
         raise PlaybookError("the log ends with an unfinished write: run `playbook verify`, then purge again")
-    if anchors.read_anchors(anchor_file):
-        report = anchors.check(log, anchor_file)
+    if _anchors_of(anchor_file):
+        try:
+            report = anchors.check(log, anchor_file)
+        except anchors.AnchorFileError as exc:
+            raise PlaybookError(f"the anchors file cannot be read, nothing purged: {exc}") from exc
         if report.problem is not None:
             raise PlaybookError(f"the log no longer extends its anchors, nothing purged: {report.problem.what}")
     return end
+
+
+def _anchors_of(anchor_file: Path) -> list[anchors.Anchor]:
+    """The anchors recorded, or `PlaybookError` when their file cannot be read: a purge proves the log extends
+    them before it rewrites anything."""
+    try:
+        return anchors.read_anchors(anchor_file)
+    except anchors.AnchorFileError as exc:
+        raise PlaybookError(f"the anchors file cannot be read, nothing purged: {exc}") from exc
 
 
 def _recorded(record: HistoryRewritten, head: str) -> bytes:

@@ -22,7 +22,11 @@ SNAPSHOT_NAME = "playbook.json"
 INJECTION_NAME = "playbook.hook.json"
 RECALL_NAME = "playbook.recall.json"
 SETTINGS_NAME = "playbook.settings.json"
-NOTICE_NAME = "playbook.notice"
+NOTICE_NAME = "notice"
+"""The notice's name in the project's local directory (`local_dir`); `notice.shown` beside it holds the day it was
+last shown."""
+LOCAL_DIR = "projects"
+"""Under the user-level directory, one directory per project for what this machine alone knows of it."""
 SHOW_NAME = "playbook.show.txt"
 CHECKPOINT_DIR = "playbook.checkpoints"
 LOG_BLOCK = b'\n  "log": {\n    "offset": '
@@ -118,6 +122,52 @@ def user_dir() -> str:
         return configured
     config = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
     return os.path.join(config, "playbook")
+
+
+MAX_SLUG = 200
+"""The longest directory name Claude Code writes under `projects/` before it cuts the name and adds a hash."""
+
+
+def project_slug(absolute: str) -> str:
+    """Claude Code's (2.1) name for the directory of the project at `absolute` under `projects/`.
+
+    Each UTF-16 code unit that is not an ASCII letter or digit becomes `-` (a letter beyond the
+    BMP, such as an emoji, gives two); a name longer than MAX_SLUG is cut there and followed by `-`
+    and the path's hash (Java's String.hashCode over the code units, its absolute value in base 36).
+    Observed with Claude Code 2.1.328: `/tmp/enc/work/my.proj_dir name é` is written under
+    `-tmp-enc-work-my-proj-dir-name--`, `/tmp/enc/work2/emoji 😀 ü` under `-tmp-enc-work2-emoji-----`."""
+    data = absolute.encode("utf-16-le", "surrogatepass")
+    units = [int.from_bytes(data[i:i + 2], "little") for i in range(0, len(data), 2)]
+    slug = "".join(chr(u) if u < 128 and chr(u).isalnum() else "-" for u in units)
+    if len(slug) <= MAX_SLUG:
+        return slug
+    value = 0
+    for unit in units:
+        value = (value * 31 + unit) & 0xFFFFFFFF
+    value = abs(value - (1 << 32) if value >= 1 << 31 else value)
+    digits = ""
+    while True:
+        value, digit = divmod(value, 36)
+        digits = "0123456789abcdefghijklmnopqrstuvwxyz"[digit] + digits
+        if not value:
+            break
+    return f"{slug[:MAX_SLUG]}-{digits}"
+
+
+def local_dir(project: str | os.PathLike[str]) -> str:
+    """This machine's own directory for `project`, outside every repository: `<user_dir>/projects/<slug>`, the slug
+    Claude Code gives the project's real path for its own directory of the project's sessions.
+
+    What a repository ships is never read from here: its `.claude/` can hold any file under any name, so what
+    only this machine may say of a project (the learning notice, the learning requests made here) lives where
+    no clone can put a file. Two paths Claude Code gives one slug (`/a/b-c`, `/a/b/c`) share it, as they share
+    Claude Code's: what is kept here is this machine's own either way."""
+    return os.path.join(user_dir(), LOCAL_DIR, project_slug(os.path.realpath(project)))
+
+
+def notice_path(project: str | os.PathLike[str]) -> str:
+    """Where the learning notice of `project` is kept: in its `local_dir`, never in the repository."""
+    return os.path.join(local_dir(project), NOTICE_NAME)
 
 
 def user_mark(directory: str | os.PathLike[str]) -> str:

@@ -6,7 +6,8 @@ Reports the exact file, line and byte of any damage; never changes a file.
 from __future__ import annotations
 
 import os
-from operator import countOf
+import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import msgspec
 
 from eventlog.domain import PlaybookState
 from eventlog.errors import CorruptLogError
+from eventlog.events import TransactionCommitted
 from eventlog.store import LogReader, Position, fold_log
 from eventlog import wholecheck
 from eventlog.wholecheck import halves_fold, parallel_fold
@@ -25,6 +27,7 @@ from .repository import PlaybookRepository
 from .snapshot import claimed_position, may_lag, read_snapshot, render
 
 
+_CHUNK = 4 << 20
 HOLDS_MORE = "it holds what the log does not"
 """How the report names a playbook.json ahead of the log or beside it."""
 
@@ -63,17 +66,17 @@ def verify(repo: PlaybookRepository, strict: bool = False) -> Report:
     checked on two cores (`_two_cores`), with the same verdicts."""
     path = repo.log_path
     report = Report(log=str(path), snapshot=str(repo.snapshot_path), problems=[], notes=[])
-    count = _Commits()
+    count = _Commits(path)
     state: PlaybookState | None
     found = None if strict else _two_cores(repo, count)
     if found is not None:
         reader, state = found
     else:  # a small log, or the two-core road did not vouch for its result
-        folded, count = PlaybookState(), _Commits()
+        folded, count = PlaybookState(), _Commits(path)
         state = folded
         reader = LogReader(path, strict=strict)
         try:
-            reader.fold(folded, observe=count.add, seqs=True)
+            reader.fold(folded, observe=count.add, seqs=True, whole=WHOLE)
         except CorruptLogError as exc:
             report.problems.append(Problem(str(exc.path), exc.line, exc.offset, exc.reason))
             state = None
@@ -83,9 +86,42 @@ def verify(repo: PlaybookRepository, strict: bool = False) -> Report:
     report.seq = position.seq
     if (torn_problem := _torn_problem(reader, path)) is not None:
         report.problems.append(torn_problem)
+    if state is not None and count.again is not None:
+        report.problems.append(count.again)
     if state is not None:
         _check_snapshot(repo, state, position, report)
     return report
+
+
+WHOLE = (TransactionCommitted,)
+"""What verify's folds decode whole: the commits, whose transaction ids tell a transaction written twice."""
+_COMMIT_START = b'\n{"type":"TransactionCommitted","seq":'
+"""How a commit line begins (after the line before it), up to its seq; its tx follows, as every writer encodes it."""
+_EVENTS = re.compile(rb',"events":(\d+)')
+
+
+def _commit_ids(path: Path, end: int) -> Iterator[tuple[str, int, int]]:
+    """(tx, seq, events) of each commit line before byte `end`, found by byte search: for the half of a log a
+    forked child folded, whose records this process never sees. Lines the child checked, or the verdict is
+    thrown away."""
+    with open(path, "rb") as handle:
+        carry, left = b"\n", end
+        while left > 0:
+            chunk = handle.read(min(left, _CHUNK))
+            if not chunk:
+                return
+            left -= len(chunk)
+            data = carry + chunk
+            cut = data.rfind(b"\n")
+            at = data.find(_COMMIT_START, 0, cut + 1)
+            while 0 <= at < cut:
+                line_end = data.find(b"\n", at + 1)
+                seq, tx = data[at + len(_COMMIT_START):line_end].split(b",", 2)[:2]
+                events = _EVENTS.search(data, at, line_end)
+                yield (tx.removeprefix(b'"tx":').strip(b'"').decode("utf-8", "replace"), int(seq),
+                       int(events[1]) if events else 0)
+                at = data.find(_COMMIT_START, line_end, cut + 1)
+            carry = data[cut:]
 
 
 def _torn_problem(reader: LogReader, path: Path) -> Problem | None:
@@ -112,14 +148,19 @@ def _two_cores(repo: PlaybookRepository, count: _Commits) -> tuple[LogReader, Pl
     other core. None for a small log or when the result is not vouched for (`count` is then to be reset)."""
     middle = _middle(repo)
     if middle is not None:
-        found = halves_fold(repo.log_path, middle.state, middle.position, count.add)
+        try:  # the ids of the half the child folds, first: this process sees only the other half's records
+            for tx, seq, events in _commit_ids(repo.log_path, middle.position.offset):
+                count.note(tx, seq, events)
+            found = halves_fold(repo.log_path, middle.state, middle.position, count.add, whole=WHOLE)
+        except (OSError, ValueError):
+            found = None
         if found is not None:
             reader, state, before = found
             count.commits += before
             return reader, state
-        count.commits = 0
+        count.reset()
     state = PlaybookState()
-    chained = parallel_fold(repo.log_path, state, count.add)
+    chained = parallel_fold(repo.log_path, state, count.add, whole=WHOLE)
     return None if chained is None else (chained, state)
 
 
@@ -145,14 +186,37 @@ def _middle(repo: PlaybookRepository) -> Checkpoint | None:
 
 
 class _Commits:
-    """Counts the transactions a fold applies, from the records it shows."""
+    """Counts the transactions a fold applies, from the records it shows (commits decoded whole: `WHOLE`), and
+    finds the first one it applies twice.
 
-    def __init__(self) -> None:
+    Every line of a transaction's second copy can be whole and chained (a log rewritten with a recomputed chain,
+    or lines copied in and re-stamped), and a fold applies it again, undoing what came after it: a key point the
+    user removed comes back, a rating goes back. A transaction is written once, whatever merges, purges or
+    repairs did to the log."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
         self.commits = 0
+        self.seen: dict[str, int] = {}
+        """Each transaction's id and the seq of its commit line."""
+        self.again: Problem | None = None
+
+    def reset(self) -> None:
+        self.commits, self.seen, self.again = 0, {}, None
 
     def add(self, records: list[Any]) -> None:
-        # A run ends with a commit: the fast road's view of one, or the strict road's record.
-        self.commits += countOf(map(type, records), type(records[-1]))
+        commits = [record for record in records if type(record) is TransactionCommitted]
+        self.commits += len(commits)
+        for commit in commits:
+            self.note(commit.tx, commit.seq, commit.events)
+
+    def note(self, tx: str, seq: int, events: int) -> None:
+        first = self.seen.setdefault(tx, seq)
+        if first != seq and self.again is None:
+            line = seq - events
+            self.again = Problem(str(self.path), line, None,
+                                 f"transaction {tx} again: lines {line} to {seq} repeat the one committed at line "
+                                 f"{first} (a transaction replayed or copied into the log; a fold applies it again)")
 
 
 def _check_snapshot(repo: PlaybookRepository, state: PlaybookState, position: Position, report: Report) -> None:

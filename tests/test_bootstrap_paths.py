@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from playbook.learner.bootstrap import project_slug, transcripts_dir
+from playbook.learner.bootstrap import transcripts_dir
+from projections.quickroads import project_slug
 from tests.fake_anthropic import FakeAnthropic, reply_text
 from tests.test_e2e_claude_code import CLAUDE
 

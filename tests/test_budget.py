@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from eventlog.events import LearningCompleted, LearningDeferred, ModelCallRecorded
 from playbook.commands.cli import main
+from playbook.learner.bootstrap import transcripts_dir
 from playbook.learner.learn import learn_pending, request_learning
 from projections import usage
 from projections.repository import PlaybookRepository
@@ -20,7 +22,9 @@ import pytest
 def requests(project: Path, tmp_path: Path, count: int) -> list[str]:
     made = []
     for index in range(count):
-        path = tmp_path / f"session-{index}.jsonl"
+        sessions = transcripts_dir(project, Path(os.environ["CLAUDE_CONFIG_DIR"]))
+        path = sessions / f"{tmp_path.name}-session-{index}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(FIXTURES / "tool_use_resumed.jsonl", path)
         made.append(request_learning(project, "SessionEnd", str(path), f"s{index}", "other"))
     return made

@@ -10,6 +10,7 @@ before condensing on the tool-heavy session.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 
 from benchmarks.condense import TARGET_RATIO, measure
 from playbook.learner.condense import CONDENSED, PLAIN, Caps
+from playbook.learner.bootstrap import transcripts_dir
 from playbook.learner.learn import learn_pending, request_learning
 from playbook.learner.transcript import read_transcript
 from tests.fake_anthropic import FakeAnthropic, request_texts
@@ -53,7 +55,8 @@ def conversation(path: Path) -> tuple[list[str], list[str], list[str]]:
 
 
 def reflector_request(project: Path, tmp_path: Path, monkeypatch, kind: str) -> str:
-    transcript = tmp_path / f"{kind}.jsonl"
+    transcript = transcripts_dir(project, Path(os.environ["CLAUDE_CONFIG_DIR"])) / f"{kind}.jsonl"
+    transcript.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy(RECORDED / f"{kind}.jsonl", transcript)
     with FakeAnthropic(models()) as api:
         use(api, monkeypatch)

@@ -55,6 +55,7 @@ from eventlog.events import Cause, KeyPointAdded, KeyPointEvaluated, LearningCom
 from eventlog.events import LearningSkipped, TailRepaired
 from eventlog.evolve import apply_transaction
 from eventlog.store import LogReader, Position
+from playbook.learner.bootstrap import transcripts_dir
 from playbook.learner.learn import request_learning
 from projections.repository import PlaybookRepository
 from projections.snapshot import read_snapshot, render
@@ -406,7 +407,8 @@ def _learning_project(root: Path) -> tuple[Path, str]:
     PlaybookRepository(project / ".claude").append(
         [ApplyOperations([{"type": "ADD", "text": "run the tests before committing",
                            "section": "PATTERNS & APPROACHES"}])], Cause(source="test"))
-    transcript = root / "session.jsonl"
+    transcript = transcripts_dir(project, root) / "session.jsonl"  # Claude Code's directory is `root`
+    transcript.parent.mkdir(parents=True)
     shutil.copy(FIXTURES / "tool_use_resumed.jsonl", transcript)
     request = request_learning(project, "SessionEnd", str(transcript), "session-1", "other")
     return project, request

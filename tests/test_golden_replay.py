@@ -25,6 +25,7 @@ import pytest
 
 from playbook.api import apply_structured_operations, load_playbook, prune_harmful, save_playbook, update_playbook_data
 from playbook.commands.cli import main
+from playbook.learner.bootstrap import transcripts_dir
 from playbook.learner.learn import learn_pending, request_learning
 from tests.fake_anthropic import FakeAnthropic, reply_text, request_texts
 
@@ -130,7 +131,11 @@ def _replay(project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captu
     (claude / "playbook.json").write_text(json.dumps(edited, indent=2))
     load_playbook()
     # A learning cycle against a scripted model.
-    shutil.copy(TRANSCRIPT, "session.jsonl")
+    # the log names it as given; it is this project's session in Claude Code's directory, reached through a link
+    sessions = transcripts_dir(Path("."), Path(os.environ["CLAUDE_CONFIG_DIR"]))
+    sessions.mkdir(parents=True)
+    shutil.copy(TRANSCRIPT, sessions / "session.jsonl")
+    os.symlink(sessions / "session.jsonl", "session.jsonl")
     with FakeAnthropic(_models) as api:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-golden")

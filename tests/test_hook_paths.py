@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from eventlog.errors import StorageError
+from playbook.learner.bootstrap import transcripts_dir
 from playbook.learner.learn import LEARN_LOCK, LEARN_LOG, learning_lock, request_learning, spawn_learner
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -157,7 +158,7 @@ def test_a_settings_file_that_is_a_device_a_fifo_or_too_deep_is_ignored(tmp_path
     from projections.repository import PlaybookRepository
 
     project, home = tmp_path / "project", tmp_path / "home"
-    transcript = home / ".claude" / "projects" / "p" / "t.jsonl"
+    transcript = transcripts_dir(project, home / ".claude") / "t.jsonl"
     transcript.parent.mkdir(parents=True)
     transcript.write_text('{"type": "user", "message": {"content": "hi"}}\n')
     PlaybookRepository(project / ".claude").append(
@@ -223,7 +224,7 @@ def test_a_users_file_behind_a_playbook_link_is_never_copied_into_the_project(tm
         (project / ".claude" / "playbook.json").unlink()
     (project / ".claude" / name).unlink()
     (project / ".claude" / name).symlink_to(secret)
-    transcript = home / ".claude" / "projects" / "p" / "t.jsonl"
+    transcript = transcripts_dir(project, home / ".claude") / "t.jsonl"
     transcript.parent.mkdir(parents=True)
     transcript.write_text('{"type": "user", "message": {"content": "hi"}}\n')
     stdin = b'{"session_id": "s1", "reason": "exit", "transcript_path": "%s"}' % str(transcript).encode()
@@ -292,7 +293,7 @@ def test_a_gitattributes_linked_to_a_device_or_fifo_neither_hangs_nor_fills_a_le
         os.mkfifo(tmp_path / "fifo")
         target = str(tmp_path / "fifo")
     (project / ".gitattributes").symlink_to(target)
-    transcript = home / ".claude" / "projects" / "p" / "t.jsonl"
+    transcript = transcripts_dir(project, home / ".claude") / "t.jsonl"
     transcript.parent.mkdir(parents=True)
     transcript.write_text('{"type": "user", "message": {"content": "hi"}}\n')
     stdin = b'{"session_id": "s1", "reason": "exit", "transcript_path": "%s"}' % str(transcript).encode()
@@ -316,7 +317,7 @@ def test_a_learning_hook_writes_no_git_hook_through_a_link_out_of_the_repository
     hooks.mkdir(exist_ok=True)
     for name in ("post-merge", "post-checkout", "post-rewrite", "post-commit"):
         (hooks / name).symlink_to(script)
-    transcript = home / ".claude" / "projects" / "p" / "t.jsonl"
+    transcript = transcripts_dir(project, home / ".claude") / "t.jsonl"
     transcript.parent.mkdir(parents=True)
     transcript.write_text('{"type": "user", "message": {"content": "hi"}}\n')
     stdin = b'{"session_id": "s1", "reason": "exit", "transcript_path": "%s"}' % str(transcript).encode()

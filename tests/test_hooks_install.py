@@ -13,6 +13,7 @@ import pytest
 
 from eventlog.decide import ApplyOperations
 from eventlog.events import Cause
+from playbook.learner.bootstrap import transcripts_dir
 from playbook.wiring.install import HOOK_EVENTS, SettingsFileError, hook_command, install, is_ours, uninstall
 from projections.repository import PlaybookRepository
 
@@ -29,7 +30,7 @@ def home(tmp_path, monkeypatch) -> Path:
     """A temporary HOME for the hooks (inherited by run_hook_command): the learning hooks take
     transcripts only under ~/.claude, and the user's own playbook.settings.json stays out of it."""
     home = tmp_path / "home"
-    (home / ".claude" / "projects" / "-proj").mkdir(parents=True)
+    transcripts_dir(tmp_path / "proj", home / ".claude").mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
     return home
@@ -37,7 +38,7 @@ def home(tmp_path, monkeypatch) -> Path:
 
 def claude_transcript(home: Path, name: str = "t.jsonl") -> Path:
     """Where Claude Code writes a session's transcript: under ~/.claude/projects/<slug>/."""
-    return home / ".claude" / "projects" / "-proj" / name
+    return transcripts_dir(home.parent / "proj", home / ".claude") / name
 
 
 @pytest.fixture

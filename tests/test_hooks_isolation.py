@@ -19,6 +19,7 @@ import pytest
 
 from eventlog.decide import ApplyOperations
 from eventlog.events import Cause
+from playbook.learner.bootstrap import transcripts_dir
 from playbook.wiring.install import HOOK_EVENTS, hook_command, install, settings_path, uninstall
 from projections.repository import PlaybookRepository
 
@@ -81,7 +82,7 @@ def hostile(tmp_path) -> tuple[Path, Path, Path, Path]:
     project.mkdir()
     markers.mkdir()
     plant_packages(project, markers)
-    transcript = home / ".claude" / "projects" / "-project" / "s-1.jsonl"
+    transcript = transcripts_dir(project, home / ".claude") / "s-1.jsonl"
     transcript.parent.mkdir(parents=True)
     transcript.write_text(json.dumps({"type": "user", "message": {"role": "user", "content": "hi"}}) + "\n")
     seed(project, "use pathlib")
@@ -220,7 +221,7 @@ def test_a_uv_tool_install_keeps_working_when_the_clone_is_moved_and_deleted(tmp
     commands = {event: group["hooks"][0]["command"] for event, [group] in settings["hooks"].items()}
     assert str(clone) not in json.dumps(commands) and str(tmp_path / "tools") in commands["SessionEnd"]
     seed(project, "use pathlib")
-    transcript = config / "projects" / "-project" / "s-1.jsonl"
+    transcript = transcripts_dir(project, config) / "s-1.jsonl"
     transcript.parent.mkdir(parents=True)
     transcript.write_text(json.dumps({"type": "user", "message": {"role": "user", "content": "hi"}}) + "\n")
     markers = tmp_path / "markers"

@@ -47,7 +47,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import playbook
-from eventlog.decide import ApplyOperations
+from eventlog.decide import ApplyOperations, RequestLearning
 from eventlog.domain import MAX_COUNTER, MAX_TEXT_LENGTH, SECTION_SLUGS
 from eventlog.events import Cause, KeyPointAdded, KeyPointDeleted, KeyPointEvaluated, KeyPointsMerged, KeyPointUpdated
 from eventlog.events import LearningCompleted, LearningFailed, LearningRequested, LearningSkipped, OperationSkipped
@@ -59,6 +59,7 @@ from playbook.wiring.hooks import run_hook
 from playbook.wiring.install import hook_command
 from playbook.learner.learn import learn_pending, request_learning
 from playbook.learner.transcript import TranscriptError, claude_config_dir, read_transcript
+from projections.quickroads import project_slug
 from projections.repository import PlaybookRepository
 from projections.verify import verify
 from tests.fake_anthropic import FakeAnthropic, Reply, reply_text, request_texts
@@ -75,9 +76,16 @@ RAW_CONTROLS = [b"\x1b", b"\x07", b"\x00", b"\r", b"\x08", "\x9b".encode(), "\u2
 
 
 def clean_env(**extra: str) -> dict[str, str]:
+    """The test's environment without a key or settings; its own user-level directory is kept, where this
+    machine notes the learning requests it makes."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("ANTHROPIC_", "AGENTIC_CONTEXT_", "CLAUDE", "PLAYBOOK_"))}
+           if not k.startswith(("ANTHROPIC_", "AGENTIC_CONTEXT_", "CLAUDE", "PLAYBOOK_")) or k == "PLAYBOOK_USER_DIR"}
     return env | extra
+
+
+def sessions_of(project: Path, config: Path) -> Path:
+    """Where Claude Code configured in `config` keeps `project`'s sessions: the only transcripts learned from."""
+    return Path(os.path.realpath(config)) / "projects" / project_slug(os.path.realpath(project))
 
 
 def log_bytes(project: Path) -> bytes | None:
@@ -301,8 +309,8 @@ def sandbox(tmp_path, monkeypatch) -> Iterator[tuple[Path, Path, list]]:
     """(project, ~/.claude, spawned learners): HOME is a temp dir; the learner is not started."""
     home, project = tmp_path / "home", tmp_path / "proj"
     config = home / ".claude"
-    (config / "projects" / "-proj").mkdir(parents=True)
     project.mkdir()
+    sessions_of(project, config).mkdir(parents=True)
     for name in list(os.environ):
         if name.startswith(("ANTHROPIC_", "AGENTIC_CONTEXT_", "CLAUDE_CONFIG_DIR")):
             monkeypatch.delenv(name)
@@ -334,7 +342,7 @@ def requested(project: Path) -> list[LearningRequested]:
 @pytest.mark.parametrize("event", LEARNING_EVENTS)
 def test_a_transcript_under_the_claude_directory_is_accepted(sandbox, event):
     project, config, spawned = sandbox
-    path = transcript_file(config / "projects" / "-proj" / "s.jsonl")
+    path = transcript_file(sessions_of(project, config) / "s.jsonl")
     out, err = call_hook(event, hook_input(event, str(path)))
     assert (out, err) == (b"", b"")
     assert [(e.hook, e.transcript) for e in requested(project)] == [(event, str(path))]
@@ -351,13 +359,13 @@ def test_a_transcript_outside_the_claude_directory_is_refused(sandbox, tmp_path,
     elif where == "dot-dot":  # lexically under ~/.claude, really not
         given_path = f"{config}/projects/-proj/../../../secrets/s.jsonl"
     elif where == "symlink-out":
-        link = config / "projects" / "-proj" / "link.jsonl"
+        link = sessions_of(project, config) / "link.jsonl"
         link.symlink_to(outside)
         given_path = str(link)
     elif where == "sibling-prefix":  # ~/.claude-evil starts with ~/.claude but is not under it
         given_path = str(transcript_file(config.with_name(".claude-evil") / "s.jsonl"))
     else:  # CLAUDE_CONFIG_DIR moves the directory: ~/.claude is then outside
-        given_path = str(transcript_file(config / "projects" / "-proj" / "s.jsonl"))
+        given_path = str(transcript_file(sessions_of(project, config) / "s.jsonl"))
         monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "config"))
         (tmp_path / "config").mkdir()
     out, err = call_hook(event, hook_input(event, given_path))
@@ -375,7 +383,8 @@ def test_claude_config_dir_is_honoured_and_resolved(sandbox, tmp_path, monkeypat
     (tmp_path / "linked-config").symlink_to(real, target_is_directory=True)
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "linked-config"))
     assert claude_config_dir() == str(real)
-    for given_path in (tmp_path / "linked-config" / "projects" / "a.jsonl", real / "projects" / "b.jsonl"):
+    slug = sessions_of(project, real).name
+    for given_path in (tmp_path / "linked-config" / "projects" / slug / "a.jsonl", real / "projects" / slug / "b.jsonl"):
         transcript_file(given_path)
         out, err = call_hook("PreCompact", hook_input("PreCompact", str(given_path)))
         assert (out, err) == (b"", b""), given_path
@@ -386,7 +395,7 @@ def test_claude_config_dir_is_honoured_and_resolved(sandbox, tmp_path, monkeypat
 @pytest.mark.parametrize("event", LEARNING_EVENTS)
 def test_an_unusable_transcript_inside_is_one_clear_line(sandbox, event, kind):
     project, config, spawned = sandbox
-    path = config / "projects" / "-proj" / "s.jsonl"
+    path = sessions_of(project, config) / "s.jsonl"
     if kind == "directory":
         path.mkdir()
     elif kind == "fifo":
@@ -399,7 +408,7 @@ def test_an_unusable_transcript_inside_is_one_clear_line(sandbox, event, kind):
         if os.access(path, os.R_OK):
             pytest.skip("running as root: chmod 000 does not stop reads (the FIFO and under-a-file cases cover it)")
     elif kind == "dangling-link":
-        path.symlink_to(config / "projects" / "-proj" / "gone.jsonl")
+        path.symlink_to(sessions_of(project, config) / "gone.jsonl")
     out, err = call_hook(event, hook_input(event, str(path)))
     assert_one_clean_line(err, kind)
     assert b"missing or unreadable" in err and str(path).encode() in err
@@ -419,7 +428,8 @@ def test_refused_transcripts_as_real_processes(tmp_path, event):
                                 capture_output=True, env=env, cwd=project, timeout=60)
         assert result.returncode == 0 and result.stdout == b""
         assert_one_clean_line(result.stderr, given_path)
-        assert result.stderr == (f"playbook: {event}: transcript {given_path} is outside {home}/.claude; "
+        assert result.stderr == (f"playbook: {event}: transcript {given_path} is outside "
+                                 f"{sessions_of(project, home / '.claude')}, this project's sessions; "
                                  "nothing to learn\n").encode()
     assert log_bytes(project) is None
 
@@ -444,11 +454,13 @@ def test_read_transcript_refuses_what_is_not_a_regular_file_without_blocking(tmp
 def test_the_learner_skips_a_transcript_that_became_unusable(learning_project, tmp_path, monkeypatch):
     """Between the hook and the learner the file can go away or be replaced: a recorded skip, no hang."""
     project = learning_project
-    kinds = {"fifo": tmp_path / "fifo.jsonl", "directory": tmp_path / "dir.jsonl",
-             "missing": tmp_path / "gone.jsonl", "under-a-file": tmp_path / "file.jsonl" / "x.jsonl"}
+    sessions = sessions_of(project, tmp_path)
+    sessions.mkdir(parents=True)
+    kinds = {"fifo": sessions / "fifo.jsonl", "directory": sessions / "dir.jsonl",
+             "missing": sessions / "gone.jsonl", "under-a-file": sessions / "file.jsonl" / "x.jsonl"}
     os.mkfifo(kinds["fifo"])
     kinds["directory"].mkdir()
-    (tmp_path / "file.jsonl").write_text("{}\n")
+    (sessions / "file.jsonl").write_text("{}\n")
     with FakeAnthropic(models()) as api:
         use(api, monkeypatch)
         for path in kinds.values():
@@ -612,7 +624,7 @@ _counter = iter(range(10**9))
 def learn_once(project: Path, tmp_path: Path, api: FakeAnthropic, monkeypatch):
     """One learning request over a fresh copy of a real transcript; (outcome, events of the last transaction)."""
     use(api, monkeypatch)
-    path = transcript_file(tmp_path / "transcripts" / f"s{next(_counter)}.jsonl")
+    path = transcript_file(sessions_of(project, tmp_path) / f"s{next(_counter)}.jsonl")
     request_learning(project, "SessionEnd", str(path), "s")
     outcomes = learn_pending(project)
     assert len(outcomes) == 1
@@ -662,30 +674,42 @@ def test_an_unusable_reply_is_a_recorded_failure_and_changes_nothing(learning_pr
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("where", ["elsewhere", "link out", "dot-dot", "sibling prefix"])
+@pytest.mark.parametrize("where", ["elsewhere", "link out", "dot-dot", "sibling prefix", "another project's session",
+                                   "not made here"])
 def test_learn_pending_reads_no_transcript_a_shipped_log_names_outside_claude_codes_directory(tmp_path, where):
     """A log the repository carries can hold any `LearningRequested`: `playbook learn --pending`, as the hooks
-    start it, reads only transcripts inside $CLAUDE_CONFIG_DIR (resolved), records the others as skipped with
-    the reason, and still learns the next request."""
+    start it, reads only this project's own sessions in $CLAUDE_CONFIG_DIR (resolved), and only for requests
+    this machine made; it records the others as skipped with the reason, and still learns the next request."""
     project, home, config = tmp_path / "project", tmp_path / "home", tmp_path / "config"
     project.mkdir()
     private = transcript_file(home / "notes.jsonl")
     with private.open("a") as handle:
         handle.write(json.dumps({"type": "user", "message": {"role": "user", "content": "PRIVATE-4f1e notes"}}) + "\n")
-    sessions = config / "projects" / "-project"
+    sessions = sessions_of(project, config)
     sessions.mkdir(parents=True)
     if where == "link out":
         (sessions / "linked.jsonl").symlink_to(private)
         named = str(sessions / "linked.jsonl")
     elif where == "dot-dot":
         named = str(sessions / ".." / ".." / ".." / "home" / "notes.jsonl")
-    elif where == "sibling prefix":  # config-evil starts with config but is not inside it
-        named = str(transcript_file(tmp_path / "config-evil" / "s.jsonl"))
+    elif where in ("sibling prefix", "another project's session", "not made here"):
+        named = str(transcript_file({"sibling prefix": tmp_path / "config-evil",  # starts with config, not inside
+                                     "another project's session": config / "projects" / "-home-u-other",
+                                     "not made here": sessions}[where] / "s.jsonl"))
         with open(named, "a") as handle:
             handle.write(json.dumps({"type": "user", "message": {"role": "user", "content": "PRIVATE-4f1e"}}) + "\n")
     else:
         named = str(private)
-    hostile = request_learning(project, "SessionEnd", named, "s-1")
+    if where == "not made here":  # in the log as a clone brings it: never noted on this machine
+        repo = PlaybookRepository(project / ".claude")
+        repo.append([RequestLearning(request="f00dfeedf00dfeed", hook="SessionEnd", transcript=named, session="s-1")],
+                    Cause(source="hook:SessionEnd", session="s-1"))
+        hostile = "f00dfeedf00dfeed"
+        reason = f"request {hostile} was not made on this machine (the log came from elsewhere); transcript " \
+                 f"{named} not learned from"
+    else:
+        hostile = request_learning(project, "SessionEnd", named, "s-1")
+        reason = f"transcript {named} is outside {sessions}, this project's sessions; not learned from"
     honest = request_learning(project, "SessionEnd", str(transcript_file(sessions / "s-2.jsonl")), "s-2")
     with FakeAnthropic(models()) as api:
         env = clean_env(CLAUDE_PROJECT_DIR=str(project), CLAUDE_CONFIG_DIR=str(config), HOME=str(home),
@@ -693,7 +717,6 @@ def test_learn_pending_reads_no_transcript_a_shipped_log_names_outside_claude_co
         result = subprocess.run([sys.executable, "-m", "playbook", "learn", "--pending"], capture_output=True,
                                 text=True, env=env, cwd=project, timeout=120)
         sent = [json.dumps(request.body) for request in api.message_requests()]
-    reason = f"transcript {named} is outside {os.path.realpath(config)}; not learned from"
     assert (result.returncode, result.stderr) == (0, ""), result.stderr
     assert result.stdout.splitlines() == [f"{hostile}: skipped: {reason}", f"{honest}: completed"], result.stdout
     assert sent and not any("PRIVATE-4f1e" in body for body in sent)
@@ -711,7 +734,8 @@ def test_the_learner_process_survives_a_reply_that_is_not_a_message(learning_pro
         env = clean_env(CLAUDE_PROJECT_DIR=str(project), CLAUDE_CONFIG_DIR=str(tmp_path), ANTHROPIC_BASE_URL=api.url,
                         ANTHROPIC_API_KEY=SECRET, PLAYBOOK_RETRY_BASE_DELAY="0.01")
         for index in range(2):
-            request_learning(project, "SessionEnd", str(transcript_file(tmp_path / f"t{index}.jsonl")), "s")
+            path = transcript_file(sessions_of(project, tmp_path) / f"t{index}.jsonl")
+            request_learning(project, "SessionEnd", str(path), "s")
         result = subprocess.run([sys.executable, "-m", "playbook", "learn", "--pending"], capture_output=True,
                                 text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr
@@ -910,7 +934,7 @@ def test_operations_of_every_wrong_type_through_the_cycle(learning_sandbox, oper
     project, tmp_path, holder, api = learning_sandbox
     holder["reflector"] = {"analysis": "a", "bullet_tags": tags}
     holder["curator"] = {"reasoning": "r", "operations": operations}
-    path = transcript_file(tmp_path / f"s{next(_counter)}.jsonl")
+    path = transcript_file(sessions_of(project, tmp_path) / f"s{next(_counter)}.jsonl")
     env = {"CLAUDE_PROJECT_DIR": str(project), "CLAUDE_CONFIG_DIR": str(tmp_path), "ANTHROPIC_BASE_URL": api.url,
            "ANTHROPIC_API_KEY": SECRET, "PLAYBOOK_RETRY_BASE_DELAY": "0.01", "PLAYBOOK_LEARN_DEADLINE": "30"}
     stripped = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "AGENTIC_CONTEXT_"))}

@@ -14,6 +14,7 @@ import pytest
 from eventlog.decide import ImportLegacy
 from eventlog.events import Cause, CurationHeld, KeyPointDeleted, KeyPointMarkedStale, KeyPointsMerged
 from eventlog.events import LearningCompleted
+from playbook.learner.bootstrap import transcripts_dir
 from playbook.learner.learn import learn_pending, request_learning
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, Reply, reply_text, request_texts
@@ -70,7 +71,8 @@ def seed(project: Path, count: int) -> PlaybookRepository:
 def cycle(project: Path, api: FakeAnthropic, tmp_path: Path, number: int, monkeypatch) -> list:
     monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
-    transcript = tmp_path / f"session-{number}.jsonl"
+    transcript = transcripts_dir(project, Path(os.environ["CLAUDE_CONFIG_DIR"])) / f"session-{number}.jsonl"
+    transcript.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy(FIXTURES / "tool_use_resumed.jsonl", transcript)
     request_learning(project, "SessionEnd", str(transcript), f"session-{number}", "other")
     return learn_pending(project)

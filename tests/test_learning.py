@@ -16,6 +16,7 @@ import pytest
 from eventlog.decide import ApplyOperations
 from eventlog.events import Cause, KeyPointAdded, KeyPointEvaluated, LearningCompleted, LearningFailed
 from eventlog.events import LearningSkipped
+from playbook.learner.bootstrap import transcripts_dir
 from playbook.learner.learn import learn_pending, request_learning
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, Reply, reply_error, reply_text, request_texts
@@ -59,7 +60,8 @@ def project(tmp_path, monkeypatch) -> Path:
 
 @pytest.fixture
 def transcript(tmp_path) -> Path:
-    path = tmp_path / "session.jsonl"
+    path = transcripts_dir(tmp_path / "project", tmp_path) / "session.jsonl"  # this project's sessions
+    path.parent.mkdir(parents=True)
     shutil.copy(FIXTURES / "tool_use_resumed.jsonl", path)
     return path
 
@@ -211,7 +213,7 @@ def test_a_killed_learner_leaves_the_request_pending_and_learn_pending_finishes_
 def test_parallel_subagents_finishing_together_all_land(project, tmp_path, monkeypatch):
     # The hooks take transcripts only under Claude Code's configuration directory.
     config_dir = tmp_path / "claude-config"
-    subagents = config_dir / "projects" / "-project" / "session" / "subagents"
+    subagents = transcripts_dir(project, config_dir) / "session" / "subagents"
     subagents.mkdir(parents=True)
     paths = []
     for index in range(4):

@@ -14,6 +14,7 @@ import eventlog.storage
 from eventlog.decide import ApplyOperations
 from eventlog.events import Cause
 from playbook.commands.merging import merge_file
+from playbook.learner.bootstrap import transcripts_dir
 from playbook.learner.learn import learn_pending, request_learning
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, reply_text, request_texts
@@ -67,7 +68,8 @@ def test_a_merge_that_renames_ours_while_the_curator_answers_never_lands_the_rep
                 {"type": "UPDATE", "target_id": "pat-001", "text": "run the whole test suite before committing"}]}))
         return reply_text("Done.")
 
-    transcript = tmp_path / "session.jsonl"
+    transcript = transcripts_dir(project, tmp_path) / "session.jsonl"  # this project's own sessions
+    transcript.parent.mkdir(parents=True)
     transcript.write_bytes((FIXTURES / "tool_use_resumed.jsonl").read_bytes())
     with FakeAnthropic(respond) as api:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)

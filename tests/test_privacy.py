@@ -14,6 +14,7 @@ from eventlog.events import LearningSkipped
 from playbook.learner.learn import learn_pending, request_learning
 from playbook.wiring.settings import load_settings, never_learn_match
 from playbook.learner.transcript import read_transcript, without_private
+from projections.quickroads import project_slug
 from projections.repository import PlaybookRepository
 
 
@@ -42,13 +43,18 @@ def test_private_spans_in_prompts_never_reach_the_messages(tmp_path):
 @pytest.fixture
 def home(tmp_path, monkeypatch) -> Path:
     home = tmp_path / "home"
-    (home / ".claude" / "projects" / "-proj").mkdir(parents=True)
+    (home / ".claude" / "projects" / slug(tmp_path)).mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
     for name in list(os.environ):
         if name.startswith(("PLAYBOOK_", "ANTHROPIC_", "AGENTIC_CONTEXT_")):
             monkeypatch.delenv(name)
     return home
+
+
+def slug(tmp_path: Path) -> str:
+    """The name of the sessions directory Claude Code gives the test's project, `tmp_path / "proj"`."""
+    return project_slug(os.path.realpath(tmp_path / "proj"))
 
 
 def _settings(project: Path, **values: object) -> None:
@@ -89,10 +95,10 @@ def _requests(project: Path) -> list:
 @pytest.mark.slow
 def test_a_transcript_never_to_learn_from_is_not_even_requested(tmp_path, home):
     project = tmp_path / "proj"
-    secret_dir = home / ".claude" / "projects" / "-proj"
+    secret_dir = home / ".claude" / "projects" / slug(tmp_path)
     transcript = secret_dir / "t.jsonl"
     transcript.write_text('{"type":"user","message":{"role":"user","content":"hi"}}\n')
-    _settings(project, playbook_never_learn=["~/.claude/projects/-proj/*.jsonl"])
+    _settings(project, playbook_never_learn=[f"~/.claude/projects/{slug(tmp_path)}/*.jsonl"])
     payload = {"transcript_path": str(transcript), "session_id": "s", "trigger": "manual"}
     result = _hook("PreCompact", payload, project)
     assert (result.returncode, result.stderr) == (0, b"") and _requests(project) == []
@@ -105,7 +111,7 @@ def test_a_transcript_never_to_learn_from_is_not_even_requested(tmp_path, home):
 
 def test_a_pending_request_for_an_excluded_transcript_is_skipped_with_the_pattern(tmp_path, home):
     project = tmp_path / "proj"
-    transcript = home / ".claude" / "projects" / "-proj" / "t.jsonl"
+    transcript = home / ".claude" / "projects" / slug(tmp_path) / "t.jsonl"
     transcript.write_text('{"type":"user","message":{"role":"user","content":"hi"}}\n')
     (project / ".claude").mkdir(parents=True)
     request_learning(project, "SessionEnd", str(transcript), "s")
@@ -122,10 +128,10 @@ def test_a_projects_settings_cannot_clear_the_users_never_learn(tmp_path, home):
     """The user's `playbook_never_learn` holds whatever the repository's own settings file says: a
     repository that carries `"playbook_never_learn": []` still has its sessions left unlearned."""
     project = tmp_path / "proj"
-    transcript = home / ".claude" / "projects" / "-proj" / "s.jsonl"
+    transcript = home / ".claude" / "projects" / slug(tmp_path) / "s.jsonl"
     transcript.write_text('{"type": "user", "message": {"content": "the client\'s secret plan"}}\n')
     (home / ".claude" / "playbook.settings.json").write_text(
-        json.dumps({"playbook_never_learn": ["~/.claude/projects/-proj"]}))
+        json.dumps({"playbook_never_learn": [f"~/.claude/projects/{slug(tmp_path)}"]}))
     _settings(project, playbook_never_learn=[], playbook_update_on_exit=True)
     stdin = json.dumps({"session_id": "s", "reason": "exit", "transcript_path": str(transcript)}).encode()
     root = Path(__file__).resolve().parent.parent
@@ -135,4 +141,4 @@ def test_a_projects_settings_cannot_clear_the_users_never_learn(tmp_path, home):
     assert (done.returncode, done.stderr) == (0, b""), done
     log = project / ".claude" / "playbook.events.jsonl"
     assert not log.exists() or b'"LearningRequested"' not in log.read_bytes()
-    assert never_learn_match(str(transcript), load_settings(project)) == "~/.claude/projects/-proj"
+    assert never_learn_match(str(transcript), load_settings(project)) == f"~/.claude/projects/{slug(tmp_path)}"

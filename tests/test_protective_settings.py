@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from playbook.commands.cli import main
+from playbook.learner.bootstrap import transcripts_dir
 from playbook.learner.lean import lean_settings
 from playbook.learner.learn import learn_pending, request_learning
 from playbook.wiring.project import user_repository
@@ -45,7 +46,7 @@ def project(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("PLAYBOOK_CLAUDE", "")
     home = tmp_path / "home"
     config = tmp_path / "config"
-    (config / "projects" / "-project").mkdir(parents=True)
+    transcripts_dir(tmp_path / "project", config).mkdir(parents=True)
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
@@ -62,7 +63,7 @@ def settings(project: Path, user: dict, mine: dict) -> None:
 
 def learning_hook(project: Path, event: str, extra: dict) -> subprocess.CompletedProcess:
     """The hook `event` as Claude Code runs it, on a transcript it may learn from."""
-    transcript = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "projects" / "-project" / "s.jsonl"
+    transcript = transcripts_dir(project, Path(os.environ["CLAUDE_CONFIG_DIR"])) / "s.jsonl"
     transcript.write_bytes((FIXTURES / "tool_use_resumed.jsonl").read_bytes())
     stdin = json.dumps({"session_id": "s", "transcript_path": str(transcript), "hook_event_name": event,
                         "cwd": str(project), **extra}).encode()
@@ -104,7 +105,7 @@ def _learn_once(project: Path, monkeypatch) -> list[str]:
         text = request_texts(body)
         return reply_text(json.dumps(REFLECTION if "You are the reflector" in text else CURATION))
 
-    transcript = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "projects" / "-project" / "s.jsonl"
+    transcript = transcripts_dir(project, Path(os.environ["CLAUDE_CONFIG_DIR"])) / "s.jsonl"
     transcript.write_bytes((FIXTURES / "tool_use_resumed.jsonl").read_bytes())
     with FakeAnthropic(respond) as api:
         use(api, monkeypatch)
@@ -202,7 +203,7 @@ def _wipe_cycle(project: Path, monkeypatch, name: str) -> list:
     """One learning cycle whose curator deletes 10 of the 20 key points `seed_lessons` left."""
     wipe = {"reasoning": "start over", "operations": [{"type": "DELETE", "target_id": f"pat-{i + 1:03d}"}
                                                       for i in range(10)]}
-    transcript = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "projects" / "-project" / f"{name}.jsonl"
+    transcript = transcripts_dir(project, Path(os.environ["CLAUDE_CONFIG_DIR"])) / f"{name}.jsonl"
     transcript.write_bytes((FIXTURES / "tool_use_resumed.jsonl").read_bytes())
     with FakeAnthropic(curating([wipe])) as api:
         use(api, monkeypatch)

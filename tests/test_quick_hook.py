@@ -18,6 +18,7 @@ from eventlog.events import Cause
 from playbook.learner.backend import find_claude, model_config
 from playbook.quick.quick_hook import _which, can_reach_model, nothing_to_do, switches
 from playbook.wiring.settings import load_settings
+from projections.quickroads import notice_path
 from projections.repository import PlaybookRepository
 
 pytestmark = pytest.mark.slow  # starts processes, a browser or Claude Code, or runs a campaign
@@ -65,7 +66,7 @@ def ready(project: Path) -> None:
     seeded(project)
     end = {"reason": "prompt_input_exit", "transcript_path": "/nowhere"}
     assert hook("SessionEnd", end, PLAYBOOK_UPDATE_ON_EXIT="0").returncode == 0
-    assert (project / ".claude" / "playbook.notice").exists()  # no key, no CLI: learning cannot run
+    assert Path(notice_path(project)).exists()  # no key, no CLI: learning cannot run
 
 
 def imported_log_machinery(result: subprocess.CompletedProcess) -> bool:
@@ -100,12 +101,12 @@ def test_the_full_hook_runs_whenever_it_would_change_something(env, tmp_path):
     assert not imported_log_machinery(hook("SessionEnd", end, **off))
     # learning can now reach a model: the full hook removes the notice
     result = hook("SessionEnd", end, **off, ANTHROPIC_API_KEY="sk-test")
-    assert imported_log_machinery(result) and not (project / ".claude" / "playbook.notice").exists()
+    assert imported_log_machinery(result) and not Path(notice_path(project)).exists()
     ready(project)
     # every switch off: another notice
     every = {name.upper(): "0" for name in SWITCHES}
     assert imported_log_machinery(hook("SessionEnd", end, **every))
-    assert b"every playbook_update_on_* setting is false" in (project / ".claude" / "playbook.notice").read_bytes()
+    assert b"every playbook_update_on_* setting is false" in Path(notice_path(project)).read_bytes()
     assert not imported_log_machinery(hook("SessionEnd", end, **every))
     # the log grew: the projection is stale
     seeded(project)

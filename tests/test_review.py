@@ -32,6 +32,7 @@ from eventlog.evolve import fold
 from playbook.learner import review
 from playbook.commands.audit import revert
 from playbook.learner.lean import LeanSettings, curation_commands
+from playbook.learner.bootstrap import transcripts_dir
 from playbook.learner.learn import learn_pending, request_learning
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic
@@ -64,7 +65,8 @@ def test_a_review_cycle_rates_but_only_proposes(tmp_path, monkeypatch):
     repo = PlaybookRepository(project / ".claude")
     repo.append([ApplyOperations([{"type": "ADD", "text": "run the tests before committing", "section": SECTION}])],
                 Cause(source="test"))
-    transcript = tmp_path / "session.jsonl"
+    transcript = transcripts_dir(project, tmp_path) / "session.jsonl"
+    transcript.parent.mkdir(parents=True)
     shutil.copy(FIXTURES / "tool_use_resumed.jsonl", transcript)
     with FakeAnthropic(models()) as api:
         use(api, monkeypatch)

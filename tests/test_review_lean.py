@@ -12,6 +12,7 @@ from pathlib import Path
 from eventlog.decide import ImportLegacy, ProposeOperations
 from eventlog.events import Cause, CurationHeld, KeyPointsMerged, ProposalAccepted, ProposalRecorded
 from playbook.learner import review
+from projections.quickroads import notice_path
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic
 from tests.test_lean_learning import ROOT, cycle, events_of, models, project, seed  # noqa: F401 (fixture)
@@ -138,7 +139,9 @@ def test_session_start_says_in_one_line_that_proposals_wait_from_the_projected_b
                 Cause(source="test"))
     assert session_start()["systemMessage"].startswith("playbook: 1 learned proposal waiting")
     # the once-a-day notice of why learning cannot run comes first; the line about proposals stays after it
-    (project / ".claude" / "playbook.notice").write_text(json.dumps("playbook: learning cannot run: no key") + "\n")
+    notice = Path(notice_path(project))
+    notice.parent.mkdir(parents=True, exist_ok=True)
+    notice.write_text(json.dumps("playbook: learning cannot run: no key") + "\n")
     output = session_start()
     assert output["systemMessage"] == ("playbook: learning cannot run: no key\n"
                                        "playbook: 1 learned proposal waiting for review (run `playbook review`)")

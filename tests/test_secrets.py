@@ -15,6 +15,7 @@ import pytest
 
 from eventlog.decide import ApplyOperations
 from eventlog.events import Cause
+from playbook.learner.bootstrap import transcripts_dir
 from projections.scrub import find_secrets, scrub
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, reply_text, request_texts
@@ -160,7 +161,7 @@ def test_a_learning_cycle_sends_records_and_prints_no_planted_secret(tmp_path, b
             raise AssertionError("Claude Code must be installed in CI")
         pytest.skip("Claude Code is not installed (npm install @anthropic-ai/claude-code)")
     home = tmp_path / "home"
-    transcript = home / ".claude" / "projects" / "-proj" / "session.jsonl"
+    transcript = transcripts_dir(tmp_path / "proj", home / ".claude") / "session.jsonl"
     transcript.parent.mkdir(parents=True)
     _transcript(transcript)
     project = tmp_path / "proj"

@@ -197,10 +197,11 @@ def _learner(project: str, config_dir: str, result_dir: str, worker: int, env: d
     try:
         _child_setup(env)
         import playbook.learner.models  # noqa: F401 - the anthropic SDK loads before the clock starts
+        from playbook.learner.bootstrap import transcripts_dir
         from playbook.learner.learn import learn_pending, request_learning
 
         fixture = FIXTURE.read_text()
-        transcripts = Path(config_dir, "projects", "-stress-project")
+        transcripts = transcripts_dir(Path(project), Path(config_dir))
         transcripts.mkdir(parents=True, exist_ok=True)
         requests, outcomes = [], []
         barrier.wait(timeout=START_TIMEOUT)

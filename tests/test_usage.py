@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from eventlog.events import LearningCompleted, LearningFailed, ModelCallRecorded
 from playbook.commands.cli import main
+from playbook.learner.bootstrap import transcripts_dir
 from playbook.learner.learn import learn_pending, request_learning
 from projections.prices import PRICES_AS_OF, estimate
 from tests.fake_anthropic import FakeAnthropic, Reply, reply_error, reply_text, request_texts
@@ -34,8 +36,15 @@ def stats_json(project: Path, capsys) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
-def copy_transcript(tmp_path: Path, name: str) -> Path:
-    path = tmp_path / f"{name}.jsonl"
+def sessions(project: Path) -> Path:
+    """The project's own sessions in Claude Code's directory: the only transcripts the learner reads."""
+    directory = transcripts_dir(project, Path(os.environ["CLAUDE_CONFIG_DIR"]))
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+def copy_transcript(directory: Path, name: str) -> Path:
+    path = directory / f"{name}.jsonl"
     shutil.copy(FIXTURES / "tool_use_resumed.jsonl", path)
     return path
 
@@ -51,8 +60,8 @@ def test_usage_summed_by_stats_equals_what_the_server_counted(project, tmp_path,
     }
     with FakeAnthropic(scripted(replies)) as api:
         use(api, monkeypatch)
-        request_learning(project, "SessionEnd", str(copy_transcript(tmp_path, "one")), "s1", "other")
-        request_learning(project, "SessionEnd", str(copy_transcript(tmp_path, "two")), "s2", "other")
+        request_learning(project, "SessionEnd", str(copy_transcript(sessions(project), "one")), "s1", "other")
+        request_learning(project, "SessionEnd", str(copy_transcript(sessions(project), "two")), "s2", "other")
         outcomes = learn_pending(project)
         served = api.usage_totals()
         attempts = len(api.message_requests())
@@ -85,10 +94,10 @@ def test_each_attempt_is_recorded_in_its_cycles_own_transaction(project, tmp_pat
                "curator": [reply_error(400)]}
     with FakeAnthropic(scripted(replies)) as api:
         use(api, monkeypatch)
-        request_learning(project, "SessionEnd", str(copy_transcript(tmp_path, "one")), "s1", "other")
+        request_learning(project, "SessionEnd", str(copy_transcript(sessions(project), "one")), "s1", "other")
         learn_pending(project)
         replies["curator"] = [reply_text(json.dumps(CURATION))]
-        request_learning(project, "SessionEnd", str(copy_transcript(tmp_path, "two")), "s2", "other")
+        request_learning(project, "SessionEnd", str(copy_transcript(sessions(project), "two")), "s2", "other")
         learn_pending(project)
     failed, completed = transactions(project)[-3], transactions(project)[-1]
     calls = [e for e in failed.events if isinstance(e, ModelCallRecorded)]
@@ -107,7 +116,7 @@ def test_stats_shows_tokens_and_cost_per_cycle_day_and_model(project, tmp_path, 
     with FakeAnthropic(scripted({"reflector": [reply_text(json.dumps(REFLECTION))],
                                  "curator": [reply_text(json.dumps(CURATION))]})) as api:
         use(api, monkeypatch)
-        request_learning(project, "SessionEnd", str(copy_transcript(tmp_path, "one")), "s1", "other")
+        request_learning(project, "SessionEnd", str(copy_transcript(sessions(project), "one")), "s1", "other")
         learn_pending(project)
         served = api.usage_totals()
     capsys.readouterr()
@@ -124,7 +133,7 @@ def test_a_model_of_unknown_price_counts_its_tokens_and_no_guessed_cost(project,
     with FakeAnthropic(scripted({"reflector": [reply_text(json.dumps(REFLECTION))],
                                  "curator": [reply_text(json.dumps(CURATION))]})) as api:
         use(api, monkeypatch)
-        request_learning(project, "SessionEnd", str(copy_transcript(tmp_path, "one")), "s1", "other")
+        request_learning(project, "SessionEnd", str(copy_transcript(sessions(project), "one")), "s1", "other")
         learn_pending(project)
         served = api.usage_totals()
     total = stats_json(project, capsys)["model_usage"]["total"]
@@ -148,8 +157,8 @@ def test_calls_through_the_claude_code_cli_record_the_usage_and_cost_its_json_re
         # Claude Code's directory is where its login is stored, and where it keeps its transcripts: the only
         # place the learner reads them from.
         monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
-        transcripts = home / ".claude" / "projects" / "-project"
-        transcripts.mkdir(parents=True)
+        transcripts = transcripts_dir(project, home / ".claude")
+        transcripts.mkdir(parents=True, exist_ok=True)
         request_learning(project, "SessionEnd", str(copy_transcript(transcripts, "one")), "s1", "other")
         assert [o.status for o in learn_pending(project)] == ["completed"]
         served = [r.usage for r in api.message_requests() if r.usage is not None]

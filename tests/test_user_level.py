@@ -18,6 +18,7 @@ import pytest
 from eventlog.decide import ApplyOperations
 from eventlog.events import Cause
 from playbook.commands.cli import main
+from playbook.learner.bootstrap import transcripts_dir
 from playbook.wiring.install import hook_command
 from playbook.wiring.project import user_dir, user_repository
 from projections.injection import plan
@@ -32,7 +33,7 @@ def project(tmp_path, monkeypatch) -> Path:
         if name.startswith(("ANTHROPIC_", "AGENTIC_CONTEXT_", "CLAUDE_CODE_")):
             monkeypatch.delenv(name)
     home = tmp_path / "home"
-    (home / ".claude" / "projects" / "-project").mkdir(parents=True)
+    transcripts_dir(tmp_path / "project", home / ".claude").mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
     project = tmp_path / "project"

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from eventlog.events import KeyPointAdded, LearningCompleted
+from playbook.learner.bootstrap import transcripts_dir
 from playbook.wiring.install import hook_command
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, Reply, reply_text, request_texts
@@ -57,7 +58,7 @@ def test_the_user_level_playbook_under_concurrent_sessions_of_two_projects(tmp_p
     template = (FIXTURES / "tool_use_resumed.jsonl").read_text()
     for name, project in projects.items():
         (project / ".claude").mkdir(parents=True)
-        folder = config / "projects" / f"-project-{name}"
+        folder = transcripts_dir(project, config)
         folder.mkdir(parents=True)
         transcripts[name] = []
         for i in range(SESSIONS):

@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from eventlog.events import KeyPointAdded
+from playbook.learner.bootstrap import transcripts_dir
 from playbook.learner.learn import learn_pending, request_learning
 from playbook.wiring.project import user_repository
 from projections.repository import PlaybookRepository
@@ -33,7 +34,7 @@ def test_learned_user_preferences_go_to_the_user_level_playbook_unless_kept_per_
         text = request_texts(body)
         return reply_text(json.dumps(REFLECTION if "You are the reflector" in text else CURATION))
 
-    transcript = Path(os.environ["HOME"]) / ".claude" / "projects" / "-project" / "s.jsonl"
+    transcript = transcripts_dir(project, Path(os.environ["HOME"]) / ".claude") / "s.jsonl"
     transcript.write_bytes((FIXTURES / "tool_use_resumed.jsonl").read_bytes())
     with FakeAnthropic(respond) as api:
         use(api, monkeypatch)

@@ -219,3 +219,27 @@ def test_stats_counts_the_log_and_takes_the_playbook_from_a_trusted_snapshot(
     repo.snapshot_path.write_bytes(repo.snapshot_path.read_bytes().replace(b'"helpful": 0', b'"helpful": 9', 1))
     assert msgspec.to_builtins(stats(repo)) == expected  # edited by hand: not trusted, the log folded
     assert roads == [False, True]
+
+
+def test_a_transaction_replayed_under_a_recomputed_chain_is_named_alike_on_every_road(
+        repo: PlaybookRepository) -> None:
+    """A transaction of the first half copied after the log, re-numbered and the whole chain recomputed: the
+    half a forked child folds is seen by byte search, the rest through the fold, and every road names the copy."""
+    from eventlog.registry import record_decoder
+    from eventlog.store import encode_line
+
+    records = [record_decoder.decode(raw) for raw in GOLDEN.read_bytes().splitlines()]
+    copied = [record for record in records if record.tx == records[0].tx]
+    replayed = [msgspec.structs.replace(record, seq=len(records) + i + 1) for i, record in enumerate(copied)]
+    lines, running = [], 0
+    for record in records + replayed:
+        line, running = encode_line(record, running)
+        lines.append(line)
+    repo.log_path.write_bytes(b"".join(lines))
+    expected = _single(repo)[0]
+    assert [(p["line"], p["what"].split(":")[0]) for p in expected["problems"]][0] == (
+        len(records) + 1, f"transaction {records[0].tx} again")
+    assert msgspec.to_builtins(verify(repo)) == expected  # the parallel road: the parent sees every record
+    kept = keep_checkpoint(repo.claude_dir, repo.log_path.read_bytes())
+    assert halves_fold(repo.log_path, kept.state, kept.position) is not None
+    assert msgspec.to_builtins(verify(repo)) == expected  # the halves road: the first copy is in the child's half

@@ -250,7 +250,6 @@ def _writes_with_temp(name: str, project: Path) -> None:
     """What writes the temporary name `name`, run in this process."""
     from eventlog.store import Position
     from playbook.commands.cli import main
-    from playbook.wiring.notice import update_notice
     from projections import checkpoints
 
     repo = PlaybookRepository(project / ".claude")
@@ -259,8 +258,6 @@ def _writes_with_temp(name: str, project: Path) -> None:
         repo.refresh()
     elif name.startswith(".playbook.show.txt."):
         assert main(["show", "--project", str(project)]) == 0
-    elif name.startswith(".playbook.notice."):
-        update_notice(project, repo.state())
     elif name.startswith("playbook.checkpoints/.7.msgpack."):
         state, position = repo.current()
         checkpoints.save(project / ".claude" / "playbook.checkpoints", state, Position(position.offset, 7, position.hash,
@@ -283,7 +280,7 @@ def _writes_with_temp(name: str, project: Path) -> None:
 
 @pytest.mark.parametrize("kind", [".playbook.json.{pid}.tmp", ".playbook.hook.json.{pid}.tmp",
                                   ".playbook.recall.json.{pid}.tmp", ".playbook.show.txt.{pid}.tmp",
-                                  ".playbook.notice.{pid}.tmp", "playbook.checkpoints/.7.msgpack.{pid}.tmp",
+                                  "playbook.checkpoints/.7.msgpack.{pid}.tmp",
                                   "playbook.checkpoints/.commits.index.{pid}.tmp", "playbook.events.jsonl.purging",
                                   ".playbook.events.jsonl.{pid}.merge.tmp"])
 def test_a_temporary_name_linked_out_is_never_written_through(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -82,6 +82,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     stamped = None
     if when is None:
         repo = playbook_of(args)
+        if not repo.snapshot_path.exists():  # a recover or purge killed mid-way: what it set aside still waits
+            _say_waiting(repo)
         if not (args.json or getattr(args, "full", False) or getattr(args, "user", False)):
             stamped = show_text.stamp(str(repo.claude_dir))  # before reading: what the text will be keyed to
         state = repo.state()  # a legacy or hand-edited playbook.json first, as the hooks do; said by cli.main
@@ -96,6 +98,17 @@ def cmd_show(args: argparse.Namespace) -> int:
     else:
         out(report.show_lines(point, stdout_style(), label))
     return 0
+
+
+def _say_waiting(repo: PlaybookRepository) -> None:
+    """One line on stderr when a playbook.json set aside waits to be taken back (`playbook recover`)."""
+    from playbook.rendering.safe_text import clean
+
+    from .recover import waiting_line
+
+    line = waiting_line(repo)
+    if line is not None:
+        print(f"playbook: {clean(line)}", file=sys.stderr)
 
 
 def _show_and_keep(repo: PlaybookRepository, point: PointState, stamped: bytes) -> None:

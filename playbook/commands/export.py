@@ -2,7 +2,8 @@
 
 The section sits between two HTML comments; exporting again into the same file replaces it and keeps
 everything else in the file as it was. Texts are written as single Markdown list items: a line break
-in a key point becomes a space, and nothing in a text can close the section early.
+in a key point becomes a space, a control character an escape (`\x1b`), and nothing in a text can
+close the section early.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from eventlog.domain import SECTION_SLUGS, PlaybookState
 from eventlog.errors import PlaybookError
 from eventlog.safefiles import directory, write_atomically
+from playbook.rendering.safe_text import clean
 
 BEGIN = "<!-- playbook:begin (written by `playbook export --claude-md`; the next export replaces it) -->"
 END = "<!-- playbook:end -->"
@@ -21,12 +23,14 @@ _SECTION = re.compile(r"<!-- playbook:begin\b.*?-->.*?<!-- playbook:end -->\n?",
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split()).replace("<!--", "&lt;!--").replace("-->", "--&gt;")
+    """`text` as one Markdown line: a control character or terminal escape (a key point a clone's log or a model
+    wrote) is written as an escape, as every other output writes it, never sent raw to a terminal or a file."""
+    return clean(" ".join(text.split())).replace("<!--", "&lt;!--").replace("-->", "--&gt;")
 
 
 def claude_md_section(state: PlaybookState, title: str) -> str:
     """The playbook under a `## title` header, one `###` per section that has key points."""
-    lines = [BEGIN, f"## {title}", ""]
+    lines = [BEGIN, f"## {_one_line(title)}", ""]
     for section in SECTION_SLUGS:
         entries = state.sections[section]
         if not entries:

@@ -2,11 +2,15 @@
 
 The driver is registered by `playbook share` as `merge-driver %O %A %B %P`: it writes the
 merged log over %A and exits 0, or leaves %A as it was and exits 1 with one line on stderr,
-so git reports a conflict instead of writing a log that does not read.
+so git reports a conflict instead of writing a log that does not read. The merged log is written in
+git's own directory and moved over %A, so a driver killed meanwhile leaves nothing in the work tree;
+what an earlier version left there is removed by the next merge.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from pathlib import Path
 
@@ -17,7 +21,7 @@ from eventlog.safefiles import remove_file, write_file
 from eventlog.store import fold_log
 from projections.anchors import anchors_path
 from projections.checkpoints import clear
-from projections.merge import MergeOutcome, SharedHistoryRewritten, merge_logs, write_merged
+from projections.merge import MERGE_TEMP_SUFFIX, MergeOutcome, SharedHistoryRewritten, merge_logs, write_merged
 from projections.quickroads import CHECKPOINT_DIR, LOG_NAME
 from projections.repository import PlaybookRepository
 from projections.snapshot import read_snapshot, render, state_of
@@ -27,15 +31,53 @@ from playbook.rendering.safe_text import clean
 from .share import ensure_registered
 
 
+def scratch_dir(ours: Path) -> Path:
+    """Where the driver writes the merged log before moving it over %A: git's own directory when %A sits beside it
+    (the top of the work tree: git shows nothing in it, and it is on the same file system), else beside %A."""
+    git_dir = ours.parent / ".git"
+    return git_dir if git_dir.is_dir() and not git_dir.is_symlink() else ours.parent
+
+
+def sweep_merge_temps(directory: Path) -> None:
+    """Remove what a driver killed while writing left in `directory`: `..merge_file_*.<pid>.merge.tmp` of a process
+    that is gone (a regular file, never a link). Left in the work tree, git lists it as untracked for ever."""
+    try:
+        found = list(directory.glob(f"..merge_file_*{MERGE_TEMP_SUFFIX}"))
+    except OSError:
+        return
+    for path in found:
+        pid = path.name[: -len(MERGE_TEMP_SUFFIX)].rpartition(".")[2]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        try:
+            if stat.S_ISREG(path.lstat().st_mode):
+                remove_file(path, directory)
+        except OSError:
+            pass  # another driver took it first, or the directory is read-only: the next merge tries again
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # another user's process, or no pid at all: not ours to judge
+    return True
+
+
 def merge_driver(ancestor: str, ours: str, theirs: str, path: str = "") -> int:
     """Run as git's merge driver. Exit status 0: %A holds the merged log; 1: a conflict, %A untouched."""
     shown = path or ours
     try:
+        scratch = scratch_dir(Path(ours))
+        for directory in {scratch, Path(ours).parent}:
+            sweep_merge_temps(directory)
         outcome = merge_logs(Path(ours), Path(theirs), Path(ancestor), note=f"git merge of {path or 'the log'}",
                              labels=(f"ours ({shown})", f"theirs ({shown})", f"the merge base of {shown}"))
         if not outcome.unchanged:
             superseded = _projection_of(Path(ours), path)
-            write_merged(outcome, Path(ours), Path(theirs), Path(ours))
+            write_merged(outcome, Path(ours), Path(theirs), Path(ours), scratch=scratch)
             if superseded is not None:
                 _project_merged(superseded, Path(ours))
     except PlaybookError as exc:

@@ -8,6 +8,8 @@ The rewrite itself is `projections.purge`'s.
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -86,14 +88,44 @@ def cmd_purge(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise PlaybookError(f"cannot purge {repo.log_path}: {exc.strerror or exc}") from exc
     leftovers = still_holding(repo.claude_dir, args.match) if result.seqs else []
+    in_git = in_git_history(repo.log_path) if result.seqs else None
     if args.json:
         import msgspec
 
-        out_json({**msgspec.to_builtins(result), "still_holding": [str(p) for p in leftovers]})
+        out_json({**msgspec.to_builtins(result), "still_holding": [str(p) for p in leftovers],
+                  "git_history": in_git})
         return 0
     for line in _lines(result, leftovers, repo.claude_dir / ANCHORS_NAME):
         print(line)
+    if in_git is not None:
+        print(f"git's history still holds the text: commits of {clean(in_git)} keep every earlier version of the log; "
+              f"rewrite them with `git filter-repo --path {clean(_quoted(in_git))} --invert-paths` (or "
+              "`--replace-text`; git filter-branch does it too), then force-push and have every clone clone again")
     return 0
+
+
+def in_git_history(log: Path) -> str | None:
+    """The log's path in its git work tree when a commit of that repository holds it (git's objects then keep
+    every version committed, the purged text included); None when there is none, no repository or no git."""
+    directory = log.parent
+    try:
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=directory, capture_output=True, text=True,
+                             timeout=30)
+        if top.returncode != 0 or not top.stdout.strip():
+            return None
+        path = os.path.relpath(os.path.realpath(log), os.path.realpath(top.stdout.strip()))
+        if path.startswith(os.pardir):
+            return None
+        held = subprocess.run(["git", "rev-list", "-n", "1", "--all", "--", path], cwd=top.stdout.strip(),
+                              capture_output=True, text=True, timeout=60)
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return None
+    return path if held.returncode == 0 and held.stdout.strip() else None
+
+
+def _quoted(path: str) -> str:
+    """`path` as a shell word."""
+    return path if all(ch.isalnum() or ch in "._-/" for ch in path) else "'" + path.replace("'", "'\\''") + "'"
 
 
 def _lines(result: Purged, leftovers: list[Path], anchors: Path) -> list[str]:

@@ -15,6 +15,7 @@ file is recovered once.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Any, Final
 
@@ -79,6 +80,37 @@ def recover(repo: PlaybookRepository, file: str | None = None) -> Recovered:
     if committed is not None and taken.said is not None:
         warn(f"{taken.said} from {path.name} before storing it")
     return Recovered(path=str(path), committed=committed, base=where)
+
+
+def waiting(repo: PlaybookRepository) -> list[Path]:
+    """The kept `playbook.json.ahead-*` files (regular files, oldest first) that no recovery took back yet; none
+    when the log cannot be read whole (its damage is what to say then)."""
+    kept = []
+    for path in sorted(repo.claude_dir.glob(f"{repo.snapshot_path.name}.ahead-*")):
+        try:
+            if stat.S_ISREG(path.lstat().st_mode):
+                kept.append(path)
+        except OSError:
+            continue
+    if not kept:
+        return []
+    try:
+        taken = {transaction.commit.note for transaction in repo.store.read() if transaction.commit.source == SOURCE}
+    except (PlaybookError, OSError):
+        return []
+    return [path for path in kept if f"recovered {path.name}" not in taken]
+
+
+def waiting_line(repo: PlaybookRepository) -> str | None:
+    """One line naming the newest kept file no recovery took back, and the command that takes it back; None when
+    none waits. A recover or purge killed mid-way leaves playbook.json rebuilt from the log and this file the only
+    copy of what it held."""
+    found = waiting(repo)
+    if not found:
+        return None
+    older = f" (and {len(found) - 1} older)" if len(found) > 1 else ""
+    return (f"{found[-1]}{older} waits: a playbook.json set aside, holding what the log may not; "
+            f"`playbook recover` takes it back into the log")
 
 
 def _newest_kept(repo: PlaybookRepository) -> Path:

@@ -6,22 +6,34 @@ listening address is the loopback interface whatever is asked, and a request nam
 another host (a DNS rebinding attempt) is refused. The data is built again, in one pass,
 when the log has changed since the last page was asked for; chunks before the last are
 the same in every build of a log that only grew.
+
+Any local process can connect: a connection that sends nothing for CONNECTION_TIMEOUT seconds is
+closed, at most MAX_CONNECTIONS are served at once (one more is closed at once), and a client that
+resets its connection is no event worth a line.
 """
 
 from __future__ import annotations
 
 import re
+import socket
+import sys
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 from projections.pagedata import CHUNK_EVENTS, PageData
 from projections.repository import PlaybookRepository
 
 from playbook.rendering.page import page_data, page_parts
+from playbook.rendering.safe_text import clean
 
 HOST = "127.0.0.1"
+CONNECTION_TIMEOUT = 10.0
+"""Seconds a connection may stay silent (the page's requests are small and local) before it is closed."""
+MAX_CONNECTIONS = 32
+"""Connections served at once: each holds a thread until it is answered or times out."""
 _CHUNK = re.compile(r"^/data/chunk/(\d{1,9})$")
 _LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 
@@ -78,6 +90,7 @@ def _handler(source: PageSource) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "playbook"
         sys_version = ""
+        timeout = CONNECTION_TIMEOUT
 
         def do_HEAD(self) -> None:
             self._reply(body=False)
@@ -102,10 +115,41 @@ def _handler(source: PageSource) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def make_server(repo: PlaybookRepository, port: int = 0, chunk_events: int = CHUNK_EVENTS) -> ThreadingHTTPServer:
+class PageServer(ThreadingHTTPServer):
+    """A thread per connection, MAX_CONNECTIONS at most; a connection's failure is silent when the client went
+    away, else one line on stderr, never a traceback."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(address, handler)
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.shutdown_request(request)  # as many as it serves are open: this one is closed unanswered
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()  # no thread started to release it
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        error = sys.exc_info()[1]
+        if isinstance(error, (ConnectionError, TimeoutError, socket.timeout)):
+            return  # the client reset or left: nothing the user can act on
+        print(f"playbook: serve: a request failed: {clean(f'{type(error).__name__}: {error}')}", file=sys.stderr)
+
+
+def make_server(repo: PlaybookRepository, port: int = 0, chunk_events: int = CHUNK_EVENTS) -> PageServer:
     """A server for `repo`'s page on 127.0.0.1:`port` (0: any free port), its data built once now."""
     source = PageSource(repo, chunk_events)
     source.current(refresh=True)
-    server = ThreadingHTTPServer((HOST, port), _handler(source))
-    server.daemon_threads = True
-    return server
+    return PageServer((HOST, port), _handler(source))

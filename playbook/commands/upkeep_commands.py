@@ -68,6 +68,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
             result = verify(repo)
             result.notes.append(f"playbook.json was {behind}: brought up to date (a writer had stopped before "
                                 "replacing it; harmless)")
+    from .recover import waiting_line
+
+    if (line := waiting_line(repo)) is not None:
+        result.notes.append(line)
     if reports_divergence(result):
         from playbook.wiring.project import told_divergence
 

@@ -29,6 +29,8 @@ from projections.injection import estimate_tokens
 from projections.repository import PlaybookRepository
 
 from .learn import Outcome, budget_spent, learning_lock, run_cycle
+from .made_here import note, noted
+from .transcript import project_slugs
 from playbook.quick.stops import Terminated
 from playbook.wiring.project import repository
 
@@ -61,43 +63,12 @@ def config_dir() -> Path:
     return Path(os.path.realpath(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude"))
 
 
-MAX_SLUG = 200
-"""The longest directory name Claude Code writes under `projects/` before it cuts the name and adds a hash."""
-
-
-def project_slug(absolute: str) -> str:
-    """Claude Code's (2.1) name for the directory of the project at `absolute` under `projects/`.
-
-    Each UTF-16 code unit that is not an ASCII letter or digit becomes `-` (a letter beyond the
-    BMP, such as an emoji, gives two); a name longer than MAX_SLUG is cut there and followed by `-`
-    and the path's hash (Java's String.hashCode over the code units, its absolute value in base 36).
-    Observed with Claude Code 2.1.328: `/tmp/enc/work/my.proj_dir name é` is written under
-    `-tmp-enc-work-my-proj-dir-name--`, `/tmp/enc/work2/emoji 😀 ü` under `-tmp-enc-work2-emoji-----`."""
-    data = absolute.encode("utf-16-le", "surrogatepass")
-    units = [int.from_bytes(data[i:i + 2], "little") for i in range(0, len(data), 2)]
-    slug = "".join(chr(u) if u < 128 and chr(u).isalnum() else "-" for u in units)
-    if len(slug) <= MAX_SLUG:
-        return slug
-    value = 0
-    for unit in units:
-        value = (value * 31 + unit) & 0xFFFFFFFF
-    value = abs(value - (1 << 32) if value >= 1 << 31 else value)
-    digits = ""
-    while True:
-        value, digit = divmod(value, 36)
-        digits = "0123456789abcdefghijklmnopqrstuvwxyz"[digit] + digits
-        if not value:
-            break
-    return f"{slug[:MAX_SLUG]}-{digits}"
-
-
 def transcripts_dir(project: Path, config: Path | None = None) -> Path:
     """Where Claude Code keeps the project's transcripts: `projects/<project_slug>` of its real path (Claude
     Code names a project by its working directory with links resolved), else the name older versions gave
     (only `/` written as `-`) when that directory is the one there."""
     config = config or config_dir()
-    absolute = os.path.realpath(project)
-    candidates = [project_slug(absolute), absolute.replace(os.sep, "-")]
+    candidates = project_slugs(os.path.realpath(project))
     for slug in candidates:
         if (config / "projects" / slug).is_dir():
             return config / "projects" / slug
@@ -229,13 +200,16 @@ def _request_for(repo: PlaybookRepository, session: Session) -> PendingLearning 
     state = repo.state()
     if state.progress.get(session.path, 0) >= session.lines:
         return None
-    waiting = [p for p in state.pending.values() if p.transcript == session.path]
+    # a request a log from elsewhere holds for this path is not run here (`made_here`): a new one is made
+    ours = noted(repo.claude_dir.parent)
+    waiting = [p for p in state.pending.values() if p.transcript == session.path and (p.request, p.transcript) in ours]
     if waiting:
         return min(waiting, key=lambda p: p.requested_at)
     import uuid
 
     request = uuid.uuid4().hex[:16]
     reason = "subagent" if session.subagent else "earlier session"
+    note(repo.claude_dir.parent, request, session.path)
     repo.append([RequestLearning(request=request, hook=HOOK, transcript=session.path, reason=reason)],
                 Cause(source="bootstrap"))
     return repo.state().pending.get(request)

@@ -47,7 +47,9 @@ from .review import cycle_commands
 from playbook.wiring.project import claude_dir, repository
 from .retries import due, env_number, max_attempts, next_try
 from playbook.wiring.settings import Settings, load_settings, never_learn_match
-from .transcript import Transcript, TranscriptError, cited_ids, claude_config_dir, inside_config_dir, read_transcript
+from .made_here import made_here, note
+from .transcript import Transcript, TranscriptError, cited_ids, claude_config_dir, inside_project_sessions
+from .transcript import project_sessions, read_transcript
 from .user_level import learn_preferences, split_preferences
 
 if TYPE_CHECKING:
@@ -67,8 +69,10 @@ class Outcome(msgspec.Struct, frozen=True):
 
 
 def request_learning(project: Path, hook: str, transcript: str, session: str | None, reason: str | None = None) -> str:
-    """Record a learning request in the log; durable when it returns. Returns its id."""
+    """Record a learning request in the log, noted first as made on this machine; durable when it returns.
+    Returns its id."""
     request = uuid.uuid4().hex[:16]
+    note(project, request, transcript)
     repository(project).append(
         [RequestLearning(request=request, hook=hook, transcript=transcript, session=session, reason=reason)],
         Cause(source=f"hook:{hook}", session=session),
@@ -231,14 +235,21 @@ def _ready(repo: PlaybookRepository, state: PlaybookState, pending: PendingLearn
 
     path = pending.transcript
     # The request names the file to read and send to the model, and a log a repository carries can
-    # hold any request: only Claude Code's own transcripts are read, by their resolved path.
+    # hold any request: only requests this machine made are run, and only for this project's own
+    # sessions in Claude Code's directory, by their resolved path.
+    project = repo.claude_dir.parent
+    if not made_here(project, pending.request, path):
+        return _skip(repo, pending, f"request {pending.request} was not made on this machine (the log came from "
+                                    f"elsewhere); transcript {path} not learned from")
     directory = claude_config_dir()
     try:
-        resolved = inside_config_dir(path, directory)
+        resolved = inside_project_sessions(path, project, directory)
     except ValueError:  # no file can have this path
         resolved = None
     if resolved is None:
-        return _skip(repo, pending, f"transcript {path} is outside {directory}; not learned from")
+        sessions = project_sessions(project, directory)[0]
+        return _skip(repo, pending, f"transcript {path} is outside {sessions}, this project's sessions; "
+                                    "not learned from")
     if (pattern := never_learn_match(path, settings)) is not None:
         return _skip(repo, pending, f"transcript excluded from learning by playbook_never_learn ({pattern})")
     try:

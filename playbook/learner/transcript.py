@@ -38,11 +38,12 @@ import msgspec
 
 from eventlog.domain import SECTION_SLUGS
 from eventlog.errors import PlaybookError
+from projections.quickroads import project_slug
 
 from .condense import CONDENSED, Caps, Reading, tool_result, tool_use
 
-__all__ = ["Message", "Transcript", "TranscriptError", "cited_ids", "claude_config_dir", "inside_config_dir",
-           "read_transcript", "without_private"]
+__all__ = ["Message", "Transcript", "TranscriptError", "cited_ids", "claude_config_dir", "inside_project_sessions",
+           "project_sessions", "project_slugs", "read_transcript", "without_private"]
 
 
 # user text that Claude Code writes around local slash commands (/compact, /clear, ...)
@@ -311,14 +312,33 @@ def claude_config_dir() -> str:
     return os.path.realpath(configured or os.path.join(os.path.expanduser("~"), ".claude"))
 
 
-def inside_config_dir(path: str, directory: str) -> str | None:
-    """`path` resolved (`..` and every link followed) when that lies inside `directory` (already resolved),
-    else None; ValueError for a path no file can have (an embedded NUL byte, a lone surrogate).
+def project_slugs(absolute: str) -> list[str]:
+    """The names Claude Code gives the directory of the project at `absolute`: `project_slug`, then the name
+    older versions gave (only `/` written as `-`)."""
+    return list(dict.fromkeys([project_slug(absolute), absolute.replace(os.sep, "-")]))
 
-    Claude Code writes its transcripts there: a path elsewhere, from a hook's input or a log a repository
-    carries, must not make the learner read a file of the user's and send it to the model."""
+
+def project_sessions(project: str | os.PathLike[str], directory: str) -> list[str]:
+    """The directories, resolved, where Claude Code (configured in `directory`, already resolved) keeps the
+    sessions of `project`: `projects/<slug>` of its real path and of its path as given."""
+    found: dict[str, None] = {}
+    for path in (os.path.realpath(project), os.path.abspath(project)):
+        for slug in project_slugs(path):
+            found[os.path.realpath(os.path.join(directory, "projects", slug))] = None
+    return list(found)
+
+
+def inside_project_sessions(path: str, project: str | os.PathLike[str], directory: str) -> str | None:
+    """`path` resolved when it lies inside one of `project_sessions(project, directory)`, else None; ValueError for
+    a path no file can have.
+
+    A log a repository ships can name any transcript in Claude Code's directory, another project's
+    included: only this project's own sessions are learned from."""
     resolved = os.path.realpath(path)
-    return resolved if resolved.startswith(os.path.join(directory, "")) else None
+    for sessions in project_sessions(project, directory):
+        if resolved.startswith(os.path.join(sessions, "")):
+            return resolved
+    return None
 
 
 def read_transcript(path: str | os.PathLike[str], start_line: int = 0, max_line_bytes: int = 1_000_000,

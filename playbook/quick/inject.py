@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 
 # The package's root, beside this file, for the quick roads' contract: absolute, never the current directory.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from projections.quickroads import (INJECTION_NAME, LOG_NAME, MAX_PROJECTION_BYTES, NOTICE_NAME,  # noqa: E402
-                                    SNAPSHOT_NAME, claude_outside, current_body, read_small, user_dir)
+from projections.quickroads import (INJECTION_NAME, LOG_NAME, MAX_PROJECTION_BYTES, SNAPSHOT_NAME,  # noqa: E402
+                                    claude_outside, current_body, notice_path, read_small, user_dir)
 
 
 def _fast(claude_dir: str, user_level: bool = False) -> "bytes | None":  # a string: any Python 3 runs this
@@ -36,11 +36,14 @@ def _fast(claude_dir: str, user_level: bool = False) -> "bytes | None":  # a str
         return None
 
 
-def _notice(claude_dir: str) -> "bytes | None":
-    """The notice `.claude/playbook.notice` holds (a JSON string saying why learning cannot run), if it was not
-    shown today; marks it shown. With no notice this is one failed open."""
-    path = os.path.join(claude_dir, NOTICE_NAME)
+def _notice(project: str) -> "bytes | None":
+    """The notice this machine keeps for `project` (a JSON string saying why learning cannot run), if it was not
+    shown today; marks it shown. With no notice this is one failed open.
+
+    Read from the project's local directory only (`notice_path`), never from the project's `.claude/`: a
+    repository can ship a file under any name there, and the user must not be shown its text as ours."""
     try:
+        path = notice_path(project)
         message = read_small(path)
         if message is None:
             return None
@@ -56,9 +59,9 @@ def _notice(claude_dir: str) -> "bytes | None":
         today = time.strftime("%Y-%m-%d", time.gmtime()).encode()
         if (read_small(path + ".shown") or b"").strip() == today:
             return None
-        safefiles = _safefiles()
-        with safefiles.directory(claude_dir, os.path.dirname(claude_dir)) as dir_fd:
-            fd = safefiles.create(dir_fd, NOTICE_NAME + ".shown", truncate=True)
+        safefiles = _safefiles()  # this machine's own directory: no link followed below the user-level one
+        with safefiles.directory(os.path.dirname(path), user_dir()) as dir_fd:
+            fd = safefiles.create(dir_fd, os.path.basename(path) + ".shown", truncate=True)
         with os.fdopen(fd, "wb") as handle:
             handle.write(today + b"\n")
     except (OSError, ValueError, ImportError):
@@ -118,7 +121,7 @@ def main() -> int:
         except Exception as exc:  # the session must start whatever happens here
             print(f"playbook: cannot inject the playbook: {exc}", file=sys.stderr)
             return 0
-    notice = _notice(claude_dir)
+    notice = _notice(os.path.dirname(claude_dir))
     if notice is not None:
         output = _with_notice(output, notice)
     sys.stdout.buffer.write(output)

@@ -7,7 +7,8 @@ True only when all of that would change nothing: the switch for this event is of
 files and the environment (read as `playbook.wiring.settings.load_settings` reads them), `.claude` and the
 playbook's files in it are ours (no link, the right kind of file), the hook's projection is current
 and injects something (so the project is not disabled), `.gitattributes` does not name the merge
-driver, and `.claude/playbook.notice` already says what `playbook.wiring.notice.update_notice` would write. Then
+driver, and the project's notice (kept in its local directory, `projections.quickroads.notice_path`) already
+says what `playbook.wiring.notice.update_notice` would write. Then
 the launcher exits without importing the log's machinery; in every other case the full hook runs
 on the same input.
 """
@@ -23,8 +24,8 @@ except ImportError:  # pragma: no cover - an interpreter without the accelerator
     from json.encoder import encode_basestring_ascii as _quote
 
 from projections.protective import COMBINE
-from projections.quickroads import (ALL_OFF, INJECTION_NAME, MAX_SETTINGS_BYTES, MAX_STDIN, NO_BACKEND, NOTICE_NAME,
-                                    PLAYBOOK_FILES, SETTINGS_NAME, SWITCHES, claude_outside, read_small,
+from projections.quickroads import (ALL_OFF, INJECTION_NAME, MAX_SETTINGS_BYTES, MAX_STDIN, NO_BACKEND, PLAYBOOK_FILES,
+                                    SETTINGS_NAME, SWITCHES, claude_outside, notice_path, read_small,
                                     top_level_strings)
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -147,9 +148,12 @@ def _current_and_enabled(claude_dir: str) -> bool:
         return False
 
 
-def _notice_current(claude_dir: str, values: dict[str, bool]) -> bool:
-    """`.claude/playbook.notice` holds what `playbook.wiring.notice.update_notice` would leave there for an enabled project."""
-    path = os.path.join(claude_dir, NOTICE_NAME)
+def _notice_current(project: str, values: dict[str, bool]) -> bool:
+    """The project's notice holds what `playbook.wiring.notice.update_notice` would leave there for an enabled project."""
+    try:
+        path = notice_path(project)
+    except ValueError:
+        return False
     if not any(values.values()):
         reason: str | None = ALL_OFF
     else:
@@ -185,4 +189,4 @@ def nothing_to_do(event: str, raw: bytes) -> bool:
         return False
     claude_dir = os.path.join(project, ".claude")
     return (_ours(claude_dir) and _current_and_enabled(claude_dir) and not _driver_named(project)
-            and _notice_current(claude_dir, values))
+            and _notice_current(project, values))

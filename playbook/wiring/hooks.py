@@ -167,18 +167,19 @@ def learning_hook(event: str, payload: dict[str, Any]) -> str | None:
         if why.startswith(("session ended", "learning from", "learning before")):
             return None
         return f"{event}: no transcript_path in the hook input; nothing to learn"
-    # Only transcripts under Claude Code's own directory are learned from: the hook input names a
-    # file the background learner will read and send to the model, so a path elsewhere (`..`, a
-    # symlink out, /etc/...) must not make it read and upload any file of the user's.
-    from playbook.learner.transcript import claude_config_dir, inside_config_dir
+    # Only this project's own sessions in Claude Code's directory are learned from: the hook input names
+    # a file the background learner will read and send to the model, so a path elsewhere (`..`, a
+    # symlink out, /etc/..., another project's session) must not make it read and upload it.
+    from playbook.learner.transcript import claude_config_dir, inside_project_sessions, project_sessions
 
     directory = claude_config_dir()
     try:
-        inside = inside_config_dir(transcript, directory) is not None
+        inside = inside_project_sessions(transcript, project, directory) is not None
     except ValueError:  # an embedded NUL byte, a lone surrogate: no such file can exist
         return f"{event}: transcript {transcript} is missing or unreadable; nothing to learn"
     if not inside:
-        return f"{event}: transcript {transcript} is outside {directory}; nothing to learn"
+        sessions = project_sessions(project, directory)[0]
+        return f"{event}: transcript {transcript} is outside {sessions}, this project's sessions; nothing to learn"
     if not os.path.isfile(transcript) or not os.access(transcript, os.R_OK):
         return f"{event}: transcript {transcript} is missing or unreadable; nothing to learn"
     if never_learn_match(transcript, load_settings(project)) is not None:

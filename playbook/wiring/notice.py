@@ -1,11 +1,15 @@
 """The one line SessionStart shows the user when learning cannot run, at most once a day.
 
 Python code that knows (the learning hooks, the learner, `playbook enable` / `disable`,
-the SessionStart slow path) writes the reason to `.claude/playbook.notice`, as a JSON
-string, or removes the file when learning can run. The SessionStart script
-(`playbook/quick/inject.py`, standard library only) shows it as the hook's `systemMessage`
-and notes the day in `.claude/playbook.notice.shown`; with no notice it costs one
+the SessionStart slow path) writes the reason to `notice` in the project's local directory
+(`projections.quickroads.local_dir`: under the user-level directory, keyed by the project's
+real path), as a JSON string, or removes the file when learning can run. The SessionStart
+script (`playbook/quick/inject.py`, standard library only) shows it as the hook's
+`systemMessage` and notes the day in `notice.shown` beside it; with no notice it costs one
 failed `open`.
+
+The notice is never kept in the repository: a clone's `.claude/` can hold any file, and a
+message shown as ours (`run curl ... | sh`) must come from this machine alone.
 """
 
 from __future__ import annotations
@@ -14,8 +18,8 @@ import json
 from pathlib import Path
 
 from eventlog.domain import PlaybookState
-from eventlog.safefiles import directory, remove_file, write_atomically
-from projections.quickroads import ALL_OFF, NO_BACKEND, NOTICE_NAME, read_small
+from eventlog.safefiles import remove_file, write_file
+from projections.quickroads import ALL_OFF, NO_BACKEND, notice_path, read_small, user_dir
 
 from playbook.learner.backend import model_config
 from .settings import load_settings
@@ -36,18 +40,18 @@ def learning_blocker(project: Path, state: PlaybookState) -> str | None:
 def update_notice(project: Path, state: PlaybookState) -> str | None:
     """Write (or remove) the project's notice; returns the reason, if any. Never raises on I/O.
 
-    Follows no link below the project (`eventlog.safefiles`)."""
+    Kept in this machine's own directory for the project (`quickroads.local_dir`), never in the repository;
+    follows no link below the user-level directory (`eventlog.safefiles`)."""
     reason = learning_blocker(project, state)
-    path = project / ".claude" / NOTICE_NAME
+    path = Path(notice_path(project))
     try:
         if reason is None:
-            remove_file(path, project)
+            remove_file(path, Path(user_dir()))
         else:
             data = (json.dumps(f"playbook: {reason}") + "\n").encode()
             if read_small(str(path)) == data:
                 return reason
-            with directory(path.parent, project) as dir_fd:  # a project with no `.claude` gets none for a notice
-                write_atomically(dir_fd, NOTICE_NAME, data, durable_name=False)
+            write_file(path, data, Path(user_dir()), durable_name=False)
     except OSError:
-        pass  # a notice is a courtesy: a read-only project still works
+        pass  # a notice is a courtesy: a read-only user directory still lets the project work
     return reason
