@@ -2,7 +2,10 @@
 
 The driver is registered by `playbook share` as `merge-driver %O %A %B %P`: it writes the
 merged log over %A and exits 0, or leaves %A as it was and exits 1 with one line on stderr,
-so git reports a conflict instead of writing a log that does not read.
+so git reports a conflict instead of writing a log that does not read. git runs it for the
+anchors file too (`.gitattributes` names both): that merge is the union of both sides'
+anchors, and never a conflict; the merged log's `BranchesMerged` record carries each side's
+anchors past the history both shared (`projections.anchors`).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from eventlog.checks import hash_at
 from eventlog.domain import PlaybookState
 from eventlog.safefiles import remove_file, write_file
 from eventlog.store import fold_log
-from projections.anchors import anchors_path
+from projections.anchors import ANCHORS_NAME, anchors_path, merge_files
 from projections.checkpoints import clear
 from projections.merge import MergeOutcome, SharedHistoryRewritten, merge_logs, write_merged
 from projections.quickroads import CHECKPOINT_DIR, LOG_NAME
@@ -30,6 +33,8 @@ from .share import ensure_registered
 def merge_driver(ancestor: str, ours: str, theirs: str, path: str = "") -> int:
     """Run as git's merge driver. Exit status 0: %A holds the merged log; 1: a conflict, %A untouched."""
     shown = path or ours
+    if Path(path).name == ANCHORS_NAME:
+        return _merge_anchors(Path(ancestor), Path(ours), Path(theirs), shown)
     try:
         outcome = merge_logs(Path(ours), Path(theirs), Path(ancestor), note=f"git merge of {path or 'the log'}",
                              labels=(f"ours ({shown})", f"theirs ({shown})", f"the merge base of {shown}"))
@@ -46,6 +51,17 @@ def merge_driver(ancestor: str, ours: str, theirs: str, path: str = "") -> int:
         return 1
     if outcome.conflicts or outcome.reverted:
         print(f"playbook: {clean(shown)}: {summary(outcome)}", file=sys.stderr)
+    return 0
+
+
+def _merge_anchors(ancestor: Path, ours: Path, theirs: Path, shown: str) -> int:
+    """The anchors files' merge written over %A: never a conflict, so git never leaves markers in the file."""
+    try:
+        merged = merge_files(*(path.read_bytes() if path.exists() else b"" for path in (ancestor, ours, theirs)))
+        write_file(ours, merged, ours.parent)
+    except OSError as exc:
+        print(f"playbook: cannot merge {clean(shown)}: {clean(exc.strerror or str(exc))}", file=sys.stderr)
+        return 1
     return 0
 
 
