@@ -4,16 +4,26 @@ The chain alone finds damage, not a deliberate rewrite: whoever can write the lo
 recompute every `h` after the lines they change. An anchor is a head (the chain value
 after a commit line) written to `.claude/playbook.anchors`, a file meant to be committed
 to git or copied somewhere the log's writer cannot reach. `check` proves the log still
-extends every recorded head, so a rewrite with a recomputed chain is caught.
+holds every recorded head, so a rewrite with a recomputed chain is caught.
 
 Each anchor also keeps a 16-bit tag of every line since the anchor before it (the first
-four digits of the line's `h`), so a log that no longer extends a head is reported at its
+four digits of the line's `h`), so a log that no longer holds a head is reported at its
 first line that differs, not only at the anchored line. A line's tag depends on every byte
 before it, so from the first changed line on all tags differ (but one in 65,536 by chance).
+The tags only locate; the head is the proof, so each anchor is checked on its own and the
+file is a set of lines: the union of two copies of it (a git merge) is as good as either.
 
-A purge rewrites lines on purpose: it appends an anchor naming its `HistoryRewritten`
-record, whose tags replace those from the first rewritten line on. Earlier heads past that
-line are then accepted through that record only.
+Two acts rewrite lines on purpose, and an anchor taken before one of them is carried
+through its record instead of held:
+
+- a purge appends an anchor naming its `HistoryRewritten` record, the head before it and
+  the heads of the anchors whose lines it rewrote. Those are accepted while that anchor is
+  (held, with its record in the log), never through the record alone, which whoever
+  rewrote the log could have written;
+- a merge writes each side's transactions after the history both share again, closed by a
+  `BranchesMerged` record: an anchor of a side past that shared history, before the record,
+  is carried through it once the lines it tagged inside the shared history still match. The
+  lines a merge wrote again are proven by the first anchor taken after it.
 """
 
 from __future__ import annotations
@@ -22,15 +32,16 @@ import base64
 import errno
 import os
 import stat
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Literal
 
 import msgspec
 
-from eventlog.errors import CorruptLogError
+from eventlog.errors import CorruptLogError, PlaybookError
 from eventlog.safefiles import create, directory, write_all
-from eventlog.events import HistoryRewritten
+from eventlog.events import BranchesMerged, HistoryRewritten
 from eventlog.logformat import COMMIT, DECODE_ERRORS, decode_line, hash_after, split_hash
 from eventlog.store import LogReader, Position
 
@@ -38,6 +49,9 @@ from .quickroads import read_capped
 
 ANCHORS_NAME = "playbook.anchors"
 TAG_BYTES = 2
+_REWRITE = b'{"type":"HistoryRewritten"'
+_MERGE = b'{"type":"BranchesMerged"'
+_CONFLICT_MARKERS = (b"<<<<<<<", b"=======", b">>>>>>>", b"|||||||")
 
 
 class Anchor(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -49,11 +63,16 @@ class Anchor(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     head: str
     at: str
     from_line: int
-    """The first line whose tag `tags` holds; the lines before it are the earlier anchors'."""
+    """The first line whose tag `tags` holds: the line after the last anchor the log held when this one was taken."""
     tags: str
     """Base64 of two bytes per line from `from_line` to `line`: the first four hex digits of each line's `h`."""
     rewrite: int | None = None
     """The seq of the `HistoryRewritten` record this anchor accepts (written by purge)."""
+    before: str | None = None
+    """A purge's: the log's head before it rewrote the log (its record's `head_before`)."""
+    carries: list[str] | None = None
+    """A purge's: the heads of the anchors whose lines it rewrote, accepted from then on through this anchor.
+    Absent in purge anchors written before it: those carry every anchor above them in the file from `from_line`."""
 
 
 class Differs(msgspec.Struct, frozen=True):
@@ -65,11 +84,24 @@ class Differs(msgspec.Struct, frozen=True):
     what: str
 
 
+class Carried(msgspec.Struct, frozen=True):
+    """Anchors the log no longer holds, accepted through the record at seq `seq` (a purge's or a merge's)."""
+
+    kind: Literal["purge", "merge"]
+    seq: int
+    anchors: int
+    anchored_since: bool
+    """Whether an anchor the log holds lies past the record, proving the lines it wrote."""
+
+
 class AnchorReport(msgspec.Struct):
     path: str
     anchors: int = 0
     lines: int = 0
     rewrites: list[int] = []
+    carried: list[Carried] = []
+    held: dict[str, int] = {}
+    """The head -> line of every anchor the log holds as it is."""
     problem: Differs | None = None
 
     @property
@@ -77,12 +109,25 @@ class AnchorReport(msgspec.Struct):
         return self.problem is None
 
 
-class AnchorFileError(Exception):
-    """The anchors file cannot be read: its path, line (None for the whole file) and why."""
+class AnchorFileError(PlaybookError):
+    """The anchors file cannot be read: its path, line (None for the whole file), why, and what to do."""
 
-    def __init__(self, path: Path, line: int | None, reason: str) -> None:
-        super().__init__(f"{path}: {reason}" if line is None else f"{path}: line {line}: {reason}")
+    def __init__(self, path: Path, line: int | None, reason: str, fix: str = "") -> None:
         self.path, self.line, self.reason = path, line, reason
+        self.fix = fix or (f"restore it from git (`git checkout -- {_shown(path)}`) or the copy you keep; moved aside, "
+                           f"`playbook anchor` starts a new one")
+        where = f"{path}" if line is None else f"{path}: line {line}"
+        super().__init__(f"{where}: {reason}; {self.fix}")
+
+    @property
+    def what(self) -> str:
+        """The reason and the fix, for a report that names the file and line itself."""
+        return f"{self.reason}; {self.fix}"
+
+
+def _shown(path: Path) -> str:
+    """The anchors file as a git path from the project's top, where it usually is."""
+    return f"{path.parent.name}/{path.name}" if path.parent.name == ".claude" else str(path)
 
 
 _anchor_decoder = msgspec.json.Decoder(Anchor)
@@ -98,7 +143,8 @@ MAX_ANCHORS_BYTES = 64 << 20
 
 
 def read_anchors(path: Path) -> list[Anchor]:
-    """The anchors recorded in `path`, oldest first ([] when there is no file).
+    """The anchors recorded in `path`, in the file's order ([] when there is no file). Raises `AnchorFileError`
+    at the first line that is not an anchor.
 
     A regular file of at most MAX_ANCHORS_BYTES only, opened without blocking and never through a link: a
     clone can ship the name as a FIFO (an open that never returns), a link to /dev/zero (a read without
@@ -119,20 +165,39 @@ def read_anchors(path: Path) -> list[Anchor]:
     for number, line in enumerate(raw.splitlines(), 1):
         if not line.strip():
             continue
+        if line.startswith(_CONFLICT_MARKERS):
+            raise AnchorFileError(path, number, "a git conflict marker",
+                                  "keep every anchor line of both sides (the file is a set of lines) and delete the "
+                                  "markers; `playbook share` has git merge this file that way itself")
         try:
-            anchors.append(_anchor_decoder.decode(line))
+            anchor = _anchor_decoder.decode(line)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            raise AnchorFileError(path, number, f"not an anchor: {exc}") from exc
+            raise AnchorFileError(path, number, f"not an anchor ({exc})") from exc
+        _tags(path, number, anchor)
+        anchors.append(anchor)
     return anchors
 
 
+def _tags(path: Path, number: int, anchor: Anchor) -> bytes:
+    try:
+        tags = base64.b64decode(anchor.tags, validate=True)
+    except ValueError as exc:
+        raise AnchorFileError(path, number, "its tags are not base64") from exc
+    if anchor.from_line < 1 or len(tags) != (anchor.line - anchor.from_line + 1) * TAG_BYTES:
+        raise AnchorFileError(path, number, "its tags do not cover its lines")
+    return tags
+
+
 class LogLines(msgspec.Struct):
-    """The log's whole lines as the anchors see them: each line's tag, and each commit line's end and head."""
+    """The log's whole lines as the anchors see them: each line's tag, each commit line's end and head, and the
+    records that rewrote lines on purpose (purges' and merges')."""
 
     tags: bytes
     commits: dict[int, tuple[int, str]]
     """line number -> (byte after it, the chain value after it)."""
     end: Position
+    rewrites: dict[int, HistoryRewritten]
+    merges: dict[int, BranchesMerged]
 
 
 def log_lines(log: Path) -> LogLines:
@@ -143,6 +208,8 @@ def log_lines(log: Path) -> LogLines:
         end = transaction.end
     tags = bytearray()
     commits: dict[int, tuple[int, str]] = {}
+    rewrites: dict[int, HistoryRewritten] = {}
+    merges: dict[int, BranchesMerged] = {}
     offset = 0
     with open(log, "rb") as handle:
         for number, line in enumerate(handle, 1):
@@ -154,34 +221,158 @@ def log_lines(log: Path) -> LogLines:
             tags += tag
             if line.startswith(COMMIT):
                 commits[number] = (offset, hash_after(line))
-    return LogLines(tags=bytes(tags), commits=commits, end=end)
+            elif line.startswith((_REWRITE, _MERGE)):
+                try:
+                    record = decode_line(line)
+                except DECODE_ERRORS:  # pragma: no cover - the strict read decoded it
+                    continue
+                if isinstance(record, HistoryRewritten):
+                    rewrites[record.seq] = record
+                elif isinstance(record, BranchesMerged):
+                    merges[record.seq] = record
+    return LogLines(tags=bytes(tags), commits=commits, end=end, rewrites=rewrites, merges=merges)
 
 
 def check(log: Path, path: Path) -> AnchorReport:
-    """Prove the log extends every head recorded in `path`, or name its first line that differs.
-
-    A head past the first line a purge rewrote is accepted only through the purge's anchor and
-    its `HistoryRewritten` record in the log. Raises `CorruptLogError` when the log is damaged
-    and `AnchorFileError` when the anchors file is."""
+    """Prove the log holds every head recorded in `path`, or carries it through a recorded purge or merge; else
+    name its first line that differs. Raises `CorruptLogError` when the log is damaged and `AnchorFileError`
+    when the anchors file is."""
     anchors = read_anchors(path)
-    report = AnchorReport(path=str(path), anchors=len(anchors), rewrites=[])
+    report = AnchorReport(path=str(path), anchors=len(anchors), rewrites=[], carried=[], held={})
     if not anchors:
         return report
-    expected, heads = _expected(path, anchors, report.rewrites)
     lines = log_lines(log)
     report.lines = lines.end.line
-    report.problem = _first_difference(lines, bytes(expected), heads)
-    if report.problem is None:
-        report.problem = _unaccepted_rewrite(log, anchors)
+    _Proof(anchors, lines, report).run()
     return report
 
 
+_PENDING = Differs(0, 0, "", "an anchor whose verdict waits on itself")
+Verdict = tuple[Literal["held", "purge", "merge"], int] | Differs
+"""How an anchor stands: held by the log at its line, carried through the record of that seq, or where it differs."""
+
+
+class _Proof:
+    """Each anchor's verdict: held by the log, carried through a record, or the first line where it differs."""
+
+    def __init__(self, anchors: list[Anchor], lines: LogLines, report: AnchorReport) -> None:
+        self.anchors, self.lines, self.report = anchors, lines, report
+        self.held = {id(anchor) for anchor in anchors if lines.commits.get(anchor.line) == (anchor.offset, anchor.head)}
+        self.carriers = _carriers(anchors)
+        self.verdicts: dict[int, Verdict] = {}
+
+    def run(self) -> None:
+        problems = [verdict for anchor in self.anchors if isinstance(verdict := self.verdict(anchor), Differs)]
+        self.report.held = {anchor.head: anchor.line for anchor in self.anchors if id(anchor) in self.held}
+        self.report.rewrites = sorted({a.rewrite for a in self.anchors if a.rewrite is not None and id(a) in self.held})
+        if problems:
+            self.report.problem = min(problems, key=lambda differs: (differs.line, differs.anchor_line))
+            return
+        counted: dict[tuple[Literal["purge", "merge"], int], int] = {}
+        for verdict in self.verdicts.values():
+            if isinstance(verdict, tuple) and verdict[0] != "held":
+                counted[(verdict[0], verdict[1])] = counted.get((verdict[0], verdict[1]), 0) + 1
+        newest_held = max(self.report.held.values(), default=0)
+        self.report.carried = [Carried(kind, seq, count, newest_held > seq)
+                               for (kind, seq), count in sorted(counted.items(), key=lambda item: item[0][1])]
+
+    def verdict(self, anchor: Anchor) -> Verdict:
+        """("held", line), ("purge", record seq) or ("merge", record seq) when the anchor stands, else where the
+        log differs from it. An anchor met again while its own verdict is pending (a loop in a damaged file)
+        stands on nothing."""
+        key = id(anchor)
+        if key in self.verdicts:
+            return self.verdicts[key]
+        self.verdicts[key] = _PENDING
+        found = self._decide(anchor)
+        self.verdicts[key] = found
+        return found
+
+    def _decide(self, anchor: Anchor) -> Verdict:
+        if id(anchor) in self.held:
+            if anchor.rewrite is not None and (problem := self._unaccepted_rewrite(anchor)) is not None:
+                return problem
+            return ("held", anchor.line)
+        for seq, merge in sorted(self.lines.merges.items()):
+            if merge.shared_seq < anchor.line < seq and self._first_tag_differing(anchor, merge.shared_seq) is None:
+                return ("merge", seq)
+        for carrier in self.carriers.get(anchor.head, []):
+            if carrier is not anchor and not isinstance(self.verdict(carrier), Differs):
+                assert carrier.rewrite is not None
+                return ("purge", carrier.rewrite)
+        return self._differs(anchor)
+
+    def _first_tag_differing(self, anchor: Anchor, until: int) -> int | None:
+        """The first line from the anchor's `from_line` to `until` (and the log's end) whose tag is not the one the
+        anchor recorded."""
+        last = min(anchor.line, until, self.lines.end.line)
+        if last < anchor.from_line:
+            return None
+        count = (last - anchor.from_line + 1) * TAG_BYTES
+        found = self.lines.tags[(anchor.from_line - 1) * TAG_BYTES :][:count]
+        tags = base64.b64decode(anchor.tags)[:count]
+        if found == tags:
+            return None
+        return anchor.from_line + next(at for at in range(0, count, TAG_BYTES)
+                                       if found[at : at + TAG_BYTES] != tags[at : at + TAG_BYTES]) // TAG_BYTES
+
+    def _differs(self, anchor: Anchor) -> Differs:
+        line = self._first_tag_differing(anchor, anchor.line)
+        if line is not None:
+            return Differs(line, anchor.line, anchor.at,
+                           f"line {line} (seq {line}) is not the line that was anchored: the log no longer extends "
+                           f"the head recorded at line {anchor.line} on {anchor.at}")
+        last = self.lines.end.line
+        if anchor.line > last:
+            return Differs(min(last + 1, anchor.line), anchor.line, anchor.at,
+                           f"the log ends at line {last}, before the head recorded at line {anchor.line} on "
+                           f"{anchor.at}: lines were cut")
+        return Differs(anchor.line, anchor.line, anchor.at,
+                       f"line {anchor.line} (seq {anchor.line}) does not end with the head recorded on {anchor.at}: "
+                       f"the log no longer extends it")
+
+    def _unaccepted_rewrite(self, anchor: Anchor) -> Differs | None:
+        """A purge's anchor must name its `HistoryRewritten` record, and that record the lines the anchor tagged,
+        the head before it the anchor recorded, and the head the log has before it."""
+        assert anchor.rewrite is not None
+        record = self.lines.rewrites.get(anchor.rewrite)
+        if (record is None or not record.seqs or record.seqs[0] < anchor.from_line
+                or (anchor.before is not None and record.head_before != anchor.before)
+                or self.lines.commits.get(anchor.rewrite - 1, (0, ""))[1] != record.head_after):
+            return Differs(anchor.from_line, anchor.line, anchor.at,
+                           f"the rewrite anchored on {anchor.at} from line {anchor.from_line} has no "
+                           f"HistoryRewritten record at seq {anchor.rewrite} naming that line")
+        return None
+
+
+def _carriers(anchors: list[Anchor]) -> dict[str, list[Anchor]]:
+    """head -> the purge anchors that carry the anchor of that head."""
+    carriers: dict[str, list[Anchor]] = {}
+    for number, anchor in enumerate(anchors):
+        if anchor.rewrite is None:
+            continue
+        if anchor.carries is not None:
+            heads: Iterable[str] = anchor.carries
+        else:
+            heads = [above.head for above in anchors[:number] if above.line >= anchor.from_line]
+        for head in heads:
+            carriers.setdefault(head, []).append(anchor)
+    return carriers
+
+
 def anchored_tag(path: Path, line: int) -> bytes | None:
-    """The tag the anchors in `path` hold for the log's line `line` (after any purge they accepted), or None
-    when none covers it. Raises `AnchorFileError` when the file is damaged."""
-    expected, _heads = _expected(path, read_anchors(path), [])
-    at = (line - 1) * TAG_BYTES
-    return bytes(expected[at : at + TAG_BYTES]) if line >= 1 and at + TAG_BYTES <= len(expected) else None
+    """The tag the anchors in `path` hold for the log's line `line`, or None when none covers it or they disagree
+    (anchors of two histories, as a merge of the file holds). Anchors a purge's anchor carries are left out: the
+    purge rewrote their lines. Raises `AnchorFileError` when the file is damaged."""
+    anchors = read_anchors(path)
+    rewritten = {head for head in _carriers(anchors)}
+    found: set[bytes] = set()
+    for anchor in anchors:
+        if anchor.head in rewritten or not anchor.from_line <= line <= anchor.line:
+            continue
+        at = (line - anchor.from_line) * TAG_BYTES
+        found.add(base64.b64decode(anchor.tags)[at : at + TAG_BYTES])
+    return found.pop() if len(found) == 1 else None
 
 
 def line_tag(raw: bytes) -> bytes | None:
@@ -190,103 +381,33 @@ def line_tag(raw: bytes) -> bytes | None:
     return None if hashed is None else bytes.fromhex(hashed[1][: 2 * TAG_BYTES].decode())
 
 
-def _expected(path: Path, anchors: list[Anchor], rewrites: list[int]) -> tuple[bytearray, dict[int, Anchor]]:
-    """The tag every anchored line must have, and the heads still to prove, the anchors read in order (a purge's
-    anchor replaces the tags from its first line on); the purges' record seqs are added to `rewrites`."""
-    expected = bytearray()
-    heads: dict[int, Anchor] = {}
-    for number, anchor in enumerate(anchors, 1):
-        try:
-            tags = base64.b64decode(anchor.tags, validate=True)
-        except ValueError as exc:
-            raise AnchorFileError(path, number, "its tags are not base64") from exc
-        if len(tags) != (anchor.line - anchor.from_line + 1) * TAG_BYTES or anchor.from_line < 1:
-            raise AnchorFileError(path, number, "its tags do not cover its lines")
-        if anchor.from_line - 1 > len(expected) // TAG_BYTES:
-            raise AnchorFileError(path, number, f"it begins at line {anchor.from_line}, after a gap")
-        if anchor.rewrite is not None:
-            heads = {line: kept for line, kept in heads.items() if line < anchor.from_line}
-            rewrites.append(anchor.rewrite)
-        elif expected[(anchor.from_line - 1) * TAG_BYTES :] != tags[: len(expected) - (anchor.from_line - 1) * TAG_BYTES]:
-            raise AnchorFileError(path, number, "it disagrees with the anchors before it")
-        del expected[(anchor.from_line - 1) * TAG_BYTES :]
-        expected += tags
-        heads[anchor.line] = anchor
-    return expected, heads
-
-
-def _first_difference(lines: LogLines, expected: bytes, heads: dict[int, Anchor]) -> Differs | None:
-    ordered = sorted(heads.values(), key=lambda anchor: anchor.line)
-    found = lines.tags
-    for at in range(0, min(len(found), len(expected)), TAG_BYTES):
-        if found[at : at + TAG_BYTES] != expected[at : at + TAG_BYTES]:
-            line = at // TAG_BYTES + 1
-            anchor = next(a for a in ordered if a.line >= line)
-            return Differs(line, anchor.line, anchor.at,
-                           f"line {line} (seq {line}) is not the line that was anchored: the log no longer extends "
-                           f"the head recorded at line {anchor.line} on {anchor.at}")
-    for anchor in ordered:
-        commit = lines.commits.get(anchor.line)
-        if commit is None:
-            last = lines.end.line
-            return Differs(min(last + 1, anchor.line), anchor.line, anchor.at,
-                           f"the log ends at line {last}, before the head recorded at line {anchor.line} on "
-                           f"{anchor.at}: lines were cut")
-        if commit != (anchor.offset, anchor.head):
-            return Differs(anchor.line, anchor.line, anchor.at,
-                           f"line {anchor.line} (seq {anchor.line}) does not end with the head recorded on "
-                           f"{anchor.at}: the log no longer extends it")
-    return None
-
-
-def _unaccepted_rewrite(log: Path, anchors: list[Anchor]) -> Differs | None:
-    """A purge's anchor must name its `HistoryRewritten` record, and that record the lines the anchor rewrote."""
-    for anchor in anchors:
-        if anchor.rewrite is None:
-            continue
-        record = _record_at(log, anchor.rewrite)
-        if type(record) is not HistoryRewritten or not record.seqs or record.seqs[0] != anchor.from_line:
-            return Differs(anchor.from_line, anchor.line, anchor.at,
-                           f"the rewrite anchored on {anchor.at} from line {anchor.from_line} has no "
-                           f"HistoryRewritten record at seq {anchor.rewrite} naming that line")
-    return None
-
-
-def _record_at(log: Path, seq: int) -> Any:
-    """The record of seq `seq` (the log's line `seq`: seqs count lines), or None."""
-    with open(log, "rb") as handle:
-        for number, line in enumerate(handle, 1):
-            if number == seq:
-                try:
-                    return decode_line(line)
-                except DECODE_ERRORS:
-                    return None
-    return None
-
-
-def record(log: Path, path: Path, rewrite: int | None = None, from_line: int | None = None,
-           root: Path | None = None) -> Anchor | None:
-    """Append the log's current head to `path` (None when it is anchored already).
+def record(log: Path, path: Path, rewrite: int | None = None, before: str | None = None,
+           carries: list[str] | None = None, root: Path | None = None) -> Anchor | None:
+    """Append the log's current head to `path` (None when an anchor the log holds is at its head already).
 
     Follows no link below `root` (by default the directory above the `.claude` that holds `path`). The
-    caller holds the log's lock, so the head is the log's end. The log must extend every anchor recorded
-    so far (`check`): an anchor never blesses a rewrite. `rewrite` and `from_line` are a purge's: its
-    record's seq and the first line it rewrote."""
+    caller holds the log's lock, so the head is the log's end. The log must hold or carry every anchor
+    recorded so far (`check`): an anchor never blesses a rewrite. `rewrite`, `before` and `carries` are a
+    purge's, which checked that before it rewrote the log: its record's seq, the head before it, and the
+    heads of the anchors whose lines it rewrote."""
     anchors = read_anchors(path)
     lines = log_lines(log)
     end = lines.end
     if not end.line:
         return None
+    held = [anchor.line for anchor in anchors if lines.commits.get(anchor.line) == (anchor.offset, anchor.head)]
     if rewrite is None:
-        report = check(log, path)
+        report = AnchorReport(path=str(path), anchors=len(anchors), rewrites=[], carried=[], held={})
+        _Proof(anchors, lines, report).run()
         if report.problem is not None:
             raise AnchoredLogDiffers(report.problem)
-        if anchors and anchors[-1].line == end.line:
+        if end.line in held:
             return None
-    first = from_line if from_line is not None else (max((a.line for a in anchors), default=0) + 1)
+    first = max(held, default=0) + 1
     anchor = Anchor(line=end.line, seq=end.seq, offset=end.offset, head=end.hash,
                     at=datetime.now(timezone.utc).isoformat(timespec="seconds"), from_line=first,
-                    tags=base64.b64encode(lines.tags[(first - 1) * TAG_BYTES :]).decode(), rewrite=rewrite)
+                    tags=base64.b64encode(lines.tags[(first - 1) * TAG_BYTES :]).decode(), rewrite=rewrite,
+                    before=before, carries=carries)
     with directory(path.parent, root if root is not None else path.parent.parent, create=True) as dir_fd:
         fd = create(dir_fd, path.name, append=True)
     try:
@@ -297,7 +418,25 @@ def record(log: Path, path: Path, rewrite: int | None = None, from_line: int | N
     return anchor
 
 
-class AnchoredLogDiffers(Exception):
+def merge_files(ancestor: bytes, ours: bytes, theirs: bytes) -> bytes:
+    """Two copies of an anchors file merged as git merges them: every line of either, each once, ours' first in
+    their order, then theirs'; a line of the ancestor one side removed stays removed. Lines are not judged here:
+    one that is not an anchor stays for `check` to name."""
+    base = set(_lines(ancestor))
+    ours_lines, theirs_lines = _lines(ours), _lines(theirs)
+    removed = (base - set(ours_lines)) | (base - set(theirs_lines))
+    merged: dict[bytes, None] = {}
+    for line in [*ours_lines, *theirs_lines]:
+        if line not in removed:
+            merged.setdefault(line, None)
+    return b"".join(line + b"\n" for line in merged)
+
+
+def _lines(data: bytes) -> list[bytes]:
+    return [line.rstrip(b"\r") for line in data.splitlines() if line.strip()]
+
+
+class AnchoredLogDiffers(PlaybookError):
     """The log no longer extends a recorded anchor."""
 
     def __init__(self, problem: Differs) -> None:
@@ -305,5 +444,6 @@ class AnchoredLogDiffers(Exception):
         self.problem = problem
 
 
-__all__ = ["ANCHORS_NAME", "Anchor", "AnchorFileError", "AnchorReport", "AnchoredLogDiffers", "CorruptLogError",
-           "Differs", "anchored_tag", "anchors_path", "check", "line_tag", "read_anchors", "record"]
+__all__ = ["ANCHORS_NAME", "Anchor", "AnchorFileError", "AnchorReport", "AnchoredLogDiffers", "Carried",
+           "CorruptLogError", "Differs", "anchored_tag", "anchors_path", "check", "line_tag", "merge_files",
+           "read_anchors", "record"]

@@ -7,7 +7,8 @@ seqs, why, the chain heads before and after). It is `fsync`ed and renamed over t
 one step, so a kill at any moment leaves the old log or the new one, never a mix. Writers
 wait on the lock meanwhile; readers see one file or the other. Then the derived files
 (playbook.json, the hook's projection, the recall index, the checkpoints) are rebuilt from
-the new log, and a purge anchor is recorded when the project keeps anchors.
+the new log, and a purge anchor is recorded when the project keeps anchors: it names the record and the
+anchors whose lines were rewritten, which are accepted through it from then on.
 
 What to redact is the caller's: a function from a text to (the redacted text, redactions).
 Structural fields (type, seq, tx, at) are never touched.
@@ -126,8 +127,7 @@ def purge(repo: PlaybookRepository, redact: Redact, reason: Literal["secrets", "
         with directory(log.parent, repo.root) as dir_fd:
             remove(dir_fd, log.name + TEMP_SUFFIX)  # a purge killed before its rename
         anchor_file = anchors.anchors_path(repo.claude_dir)
-        end = _checked_end(log, anchor_file)
-        anchored = bool(_anchors_of(anchor_file))
+        end, held = _checked_end(log, anchor_file)
         with open(log, "rb") as handle:
             data = handle.read(end.offset)
         if progress:
@@ -144,15 +144,21 @@ def purge(repo: PlaybookRepository, redact: Redact, reason: Literal["secrets", "
         if progress:
             progress("rebuilding playbook.json, the hook's projection, the recall index and the checkpoints")
         repo.rebuild_locked()
-        if anchored:
-            anchors.record(log, anchor_file, rewrite=end.seq + 1, from_line=seqs[0], root=repo.root)
+        anchored = False
+        if held is not None:
+            # Every anchor the old log held past the first rewritten line is carried by this one from now on;
+            # the rest are held still, or carried by a record the rewrite kept.
+            carried = [head for head, line in held.items() if line >= seqs[0]]
+            anchors.record(log, anchor_file, rewrite=end.seq + 1, before=end.hash, carries=carried, root=repo.root)
+            anchored = True
     return Purged(seqs=seqs, redactions=redactions, head_before=end.hash, head_after=head_after,
                   record_seq=end.seq + 1, kept_original=str(keep_original) if keep_original else None,
                   anchored=anchored)
 
 
-def _checked_end(log: Path, anchor_file: Path) -> Position:
-    """The log's end after reading every line strictly; `PlaybookError` when it is not fit to be rewritten."""
+def _checked_end(log: Path, anchor_file: Path) -> tuple[Position, dict[str, int] | None]:
+    """The log's end after reading every line strictly, and the head -> line of each anchor it holds (None when
+    the project keeps no anchors); `PlaybookError` when it is not fit to be rewritten."""
     reader = LogReader(log, strict=True)
     end = Position()
     try:
@@ -162,23 +168,16 @@ def _checked_end(log: Path, anchor_file: Path) -> Position:
         raise PlaybookError(f"the log is damaged, nothing purged: {exc}") from exc
     if reader.torn is not None:
         raise PlaybookError("the log ends with an unfinished write: run `playbook verify`, then purge again")
-    if _anchors_of(anchor_file):
-        try:
-            report = anchors.check(log, anchor_file)
-        except anchors.AnchorFileError as exc:
-            raise PlaybookError(f"the anchors file cannot be read, nothing purged: {exc}") from exc
-        if report.problem is not None:
-            raise PlaybookError(f"the log no longer extends its anchors, nothing purged: {report.problem.what}")
-    return end
-
-
-def _anchors_of(anchor_file: Path) -> list[anchors.Anchor]:
-    """The anchors recorded, or `PlaybookError` when their file cannot be read: a purge proves the log extends
-    them before it rewrites anything."""
     try:
-        return anchors.read_anchors(anchor_file)
+        report = anchors.check(log, anchor_file)
     except anchors.AnchorFileError as exc:
-        raise PlaybookError(f"the anchors file cannot be read, nothing purged: {exc}") from exc
+        raise PlaybookError(f"nothing purged: {exc}") from exc
+    if report.problem is not None:
+        raise PlaybookError(f"the log no longer extends its anchors, nothing purged: {report.problem.what} "
+                            "(`playbook verify --anchor` shows it)")
+    return end, (report.held if report.anchors else None)
+
+
 
 
 def _recorded(record: HistoryRewritten, head: str) -> bytes:

@@ -299,7 +299,7 @@ def verify_anchors(repo: PlaybookRepository, report: Report) -> None:
     try:
         result = check(repo.log_path, path)
     except AnchorFileError as exc:
-        report.problems.append(Problem(str(exc.path), exc.line, None, exc.reason))
+        report.problems.append(Problem(str(exc.path), exc.line, None, exc.what))
         return
     except CorruptLogError as exc:
         report.problems.append(Problem(str(exc.path), exc.line, exc.offset, exc.reason))
@@ -312,3 +312,10 @@ def verify_anchors(repo: PlaybookRepository, report: Report) -> None:
         report.problems.append(Problem(str(repo.log_path), result.problem.line, None, result.problem.what))
         return
     report.anchors = result.anchors
+    for carried in result.carried:
+        many = carried.anchors != 1
+        said = (f"{carried.anchors} anchor{'s' if many else ''} taken before the {carried.kind} recorded at seq "
+                f"{carried.seq} {'are' if many else 'is'} carried through it")
+        if not carried.anchored_since:
+            said += "; the lines it wrote again are proven from the next anchor on (`playbook anchor`)"
+        report.notes.append(said)

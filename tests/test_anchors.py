@@ -143,3 +143,70 @@ def test_an_old_crc32_log_is_anchored_and_a_forgery_in_its_crc32_part_is_located
     assert cli(project, capsys, "verify")[0] == 0
     code, text, _err = cli(project, capsys, "verify", "--anchor")
     assert code == 1 and f":{target + 1}: line {target + 1} " in text
+
+
+FIRST_SECRET = "Qx7-staging-first-kept"
+SECOND_SECRET = "Qx7-staging-second-kept"
+
+
+def test_anchors_survive_purges_and_anchor_and_purge_work_after_them(project, capsys):
+    """The reported sequence: anchor, learn, a secret, purge; then anchor, another secret, purge again."""
+    log = project / ".claude" / LOG_NAME
+    assert cli(project, capsys, "add", "one")[0] == 0
+    assert cli(project, capsys, "anchor")[0] == 0
+    assert cli(project, capsys, "add", "two")[0] == 0
+    assert cli(project, capsys, "add", f"token {FIRST_SECRET}")[0] == 0
+    code, out, err = cli(project, capsys, "purge", "--match", FIRST_SECRET)
+    assert code == 0 and "anchored the rewrite" in out, err
+    code, out, _err = cli(project, capsys, "verify", "--anchor")
+    assert code == 0 and "recorded heads" in out, out
+
+    code, out, err = cli(project, capsys, "anchor")
+    assert code == 0 and "already anchored" in out, err  # the purge anchored its new head
+    assert cli(project, capsys, "add", "four")[0] == 0
+    code, out, err = cli(project, capsys, "anchor")
+    assert code == 0 and "anchored line" in out, err
+    assert cli(project, capsys, "add", f"token {SECOND_SECRET}")[0] == 0
+    code, out, err = cli(project, capsys, "purge", "--match", SECOND_SECRET)
+    assert code == 0 and "purged 1 redaction(s)" in out and "anchored the rewrite" in out, err
+    code, out, _err = cli(project, capsys, "verify", "--anchor")
+    assert code == 0, out
+    assert FIRST_SECRET.encode() not in log.read_bytes() and SECOND_SECRET.encode() not in log.read_bytes()
+
+    # Through both purges the anchors still catch a rewrite nobody recorded.
+    line = forge(log, "two", "three")
+    assert cli(project, capsys, "rebuild")[0] == 0 and cli(project, capsys, "verify")[0] == 0
+    code, out, _err = cli(project, capsys, "verify", "--anchor")
+    assert code == 1 and f"{LOG_NAME}:{line}: line {line} (seq {line}) is not the line that was anchored" in out
+    code, _out, err = cli(project, capsys, "anchor")
+    assert code == 1 and f"line {line}" in err
+
+
+@pytest.mark.parametrize("damage", ["conflict", "garbage", "tags"])
+def test_a_damaged_anchors_file_is_one_line_with_the_fix_for_every_command_that_reads_it(project, repo, capsys, damage):
+    assert cli(project, capsys, "anchor")[0] == 0
+    path = project / ".claude" / ANCHORS_NAME
+    kept = path.read_text()
+    if damage == "conflict":  # what git leaves when it merged the file as text
+        path.write_text(f"<<<<<<< HEAD\n{kept}=======\n{kept}>>>>>>> theirs\n")
+    elif damage == "garbage":
+        path.write_text(kept + "not an anchor\n")
+    else:
+        path.write_text(kept.replace('"tags":"', '"tags":"AAAA'))
+    for argv in (("verify", "--anchor"), ("anchor",), ("purge", "--match", "generated files")):
+        code, out, err = cli(project, capsys, *argv)
+        said = (out + err).strip().splitlines()
+        assert code == 1 and "Traceback" not in out + err, (argv, out, err)
+        [line] = [text for text in said if ANCHORS_NAME in text]
+        assert line.count(ANCHORS_NAME) >= 1 and ("git checkout" in line or "conflict" in line), line
+    assert "Never hand-edit generated files" in repo.log_path.read_text()  # nothing purged over a damaged file
+
+
+def test_the_anchors_file_merges_as_the_union_of_both_sides_lines():
+    from projections.anchors import merge_files
+
+    base = b"a\nb\n"
+    assert merge_files(base, b"a\nb\nours\n", b"a\nb\ntheirs\n") == b"a\nb\nours\ntheirs\n"
+    assert merge_files(b"", b"ours\n", b"theirs\nours\n") == b"ours\ntheirs\n"  # added on both sides: no conflict
+    assert merge_files(base, b"b\n", b"a\nb\ntheirs\n") == b"b\ntheirs\n"  # a line one side removed stays removed
+    assert merge_files(base, b"a\nb", b"a\r\nb\r\n") == b"a\nb\n"

@@ -198,3 +198,68 @@ def test_a_revert_that_would_undo_later_work_is_a_conflict_with_the_reason(team)
     assert "later transactions changed the same entries" in done.stdout + done.stderr
     team.git(first)("revert", "--abort")
     assert_clean(first)
+
+
+ANCHORS = ".claude/playbook.anchors"
+
+
+def _anchor_and_commit(team: Team, clone: Path, text: str, push: bool = False) -> None:
+    learn(clone, add(text))
+    done = playbook(clone, "anchor", env=team.env)
+    assert done.returncode == 0, done.stderr
+    team.commit(clone, f"learn and anchor: {text}")
+    if push:
+        team.git(clone)("push", "-q", "origin", "HEAD:main")
+
+
+def _verified_with_anchors(team: Team, clone: Path) -> None:
+    done = playbook(clone, "verify", "--anchor", env=team.env)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("how", ["pull", "pull-rebase"])
+def test_anchors_committed_on_both_sides_merge_through_a_pull_and_stay_provable(team, how):
+    """Each clone anchors what it learned and commits the anchors file; a pull interleaves the teammate's earlier
+    transaction before ours (the log is merged, ours replayed after it). The anchors file is merged as the union
+    of both sides' anchors, with no conflict, and each is proven through the recorded merge: verify --anchor,
+    anchor and purge work, on the merging clone and on the teammate's after a fast-forward."""
+    first, second = team.root / "first", team.clone("second")
+    assert playbook(second, "show", env=team.env).returncode == 0
+    git = team.git(second)
+    pull = ("pull", "-q", "--rebase" if how == "pull-rebase" else "--no-rebase", "origin", "main")
+    _anchor_and_commit(team, first, "Prefer small commits", push=True)
+    _anchor_and_commit(team, second, "Mock the network in unit tests")
+    sides = {clone: set((clone / ANCHORS).read_text().splitlines()) for clone in (first, second)}
+
+    done = git(*pull, check=False)  # the anchors file was added on both sides
+    assert done.returncode == 0 and "CONFLICT" not in done.stdout + done.stderr, done.stdout + done.stderr
+    assert git("status", "--porcelain").stdout == ""
+    assert set((second / ANCHORS).read_text().splitlines()) == sides[first] | sides[second]
+    assert any(c.source == "merge" for c in commits(second))
+    _verified_with_anchors(team, second)
+    assert_clean(second)
+    git("push", "-q", "origin", "HEAD:main")
+    team.git(first)("pull", "-q", "--no-rebase", "origin", "main")
+    _verified_with_anchors(team, first)
+
+    # Both sides append to the anchors file they now share, and learn; the next pull merges both again.
+    _anchor_and_commit(team, first, "Read the error before retrying", push=True)
+    _anchor_and_commit(team, second, "Keep functions short")
+    done = git(*pull, check=False)
+    assert done.returncode == 0 and "CONFLICT" not in done.stdout + done.stderr, done.stdout + done.stderr
+    _verified_with_anchors(team, second)
+    done = playbook(second, "anchor", env=team.env)
+    assert done.returncode == 0 and "anchored line" in done.stdout, done.stderr
+    done = playbook(second, "purge", "--match", "Keep functions", env=team.env)
+    assert done.returncode == 0 and "purged" in done.stdout and "Traceback" not in done.stderr, done.stderr
+    assert b"Keep functions" not in (second / LOG).read_bytes()
+    _verified_with_anchors(team, second)
+    team.commit(second, "purged")
+    git("push", "-q", "origin", "HEAD:main")
+    team.git(first)("pull", "-q", "--no-rebase", "origin", "main")
+    _verified_with_anchors(team, first)
+
+
+def test_share_names_the_anchors_file_for_the_merge_driver(team):
+    attributes = (team.root / "first" / ".gitattributes").read_text().splitlines()
+    assert f"{LOG} merge=playbook eol=lf" in attributes and f"{ANCHORS} merge=playbook eol=lf" in attributes

@@ -177,3 +177,54 @@ def test_playbook_merge_refuses_a_copy_whose_shared_history_differs(tmp_path, an
     with pytest.raises(MergeRefused) as refused:
         merge_logs(ours.store.path, other.store.path, None)
     assert (refused.value.line, refused.value.tx, refused.value.side) == (line, tx, "theirs")
+
+
+def _verify_anchor(project: Path) -> tuple[int, str]:
+    done = playbook(project, "verify", "--anchor")
+    assert "Traceback" not in done.stderr
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_anchors_are_carried_through_a_recorded_merge_and_a_merge_nobody_recorded_is_caught(tmp_path):
+    """Ours anchored its own transaction; the other machine's earlier one goes before it in the merge, so ours' anchored
+    line now holds theirs. The merge's record carries the anchor; the same lines without the record, a change in the
+    history both shared, or a change of a line the merge wrote once it is anchored, are each caught."""
+    ours, other = _projects(tmp_path)
+    project = tmp_path / "ours"
+    _learn(other, "Read the error before retrying")
+    _learn(ours, "Keep functions short")
+    assert playbook(project, "anchor").returncode == 0
+    anchored = ours.store.path.read_bytes().count(b"\n")
+    done = playbook(project, "merge", str(other.store.path))
+    assert done.returncode == 0, done.stderr
+    log = ours.store.path
+    merged = log.read_bytes()
+    transactions = list(LogReader(log, strict=True))
+    assert transactions[-1].commit.source == "merge" and merged.count(b"\n") > anchored
+    code, said = _verify_anchor(project)
+    assert code == 0 and "carried through it" in said, said
+
+    # The same merged lines with the merge's record cut away: a rewrite that says nothing of itself.
+    log.write_bytes(merged[: transactions[-2].end.offset])
+    assert playbook(project, "rebuild").returncode == 0 and playbook(project, "verify").returncode == 0
+    code, said = _verify_anchor(project)
+    first = transactions[-1].events[0].shared_seq + 1  # theirs' transaction, where ours' anchor had its own
+    assert code == 1 and f"line {first} (seq {first}) is not the line that was anchored" in said, said
+
+    # The history both shared, rewritten under the merge: the carried anchor still pins its lines there.
+    log.write_bytes(merged)
+    line = forge(log, OLD, FORGED)
+    assert playbook(project, "rebuild").returncode == 0 and playbook(project, "verify").returncode == 0
+    code, said = _verify_anchor(project)
+    assert code == 1 and f"line {line} (seq {line}) is not the line that was anchored" in said, said
+
+    # Once the merged log is anchored, a line the merge wrote again is pinned too.
+    log.write_bytes(merged)
+    assert playbook(project, "rebuild").returncode == 0
+    done = playbook(project, "anchor")
+    assert done.returncode == 0 and "anchored line" in done.stdout, done.stderr
+    assert _verify_anchor(project)[0] == 0
+    line = forge(log, "Keep functions short", "Keep functions long")
+    assert playbook(project, "rebuild").returncode == 0 and playbook(project, "verify").returncode == 0
+    code, said = _verify_anchor(project)
+    assert code == 1 and f"line {line} (seq {line}) is not the line that was anchored" in said, said

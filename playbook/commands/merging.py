@@ -4,7 +4,10 @@ The driver is registered by `playbook share` as `merge-driver %O %A %B %P`: it w
 merged log over %A and exits 0, or leaves %A as it was and exits 1 with one line on stderr,
 so git reports a conflict instead of writing a log that does not read. The merged log is written in
 git's own directory and moved over %A, so a driver killed meanwhile leaves nothing in the work tree;
-what an earlier version left there is removed by the next merge.
+what an earlier version left there is removed by the next merge. git runs it for the anchors file too
+(`.gitattributes` names both): that merge is the union of both sides' anchors, and never a conflict; the
+merged log's `BranchesMerged` record carries each side's anchors past the history both shared
+(`projections.anchors`).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from eventlog.checks import hash_at
 from eventlog.domain import PlaybookState
 from eventlog.safefiles import remove_file, write_file
 from eventlog.store import fold_log
-from projections.anchors import anchors_path
+from projections.anchors import ANCHORS_NAME, anchors_path, merge_files
 from projections.checkpoints import clear
 from projections.merge import MERGE_TEMP_SUFFIX, MergeOutcome, SharedHistoryRewritten, merge_logs, write_merged
 from projections.quickroads import CHECKPOINT_DIR, LOG_NAME
@@ -69,6 +72,8 @@ def _alive(pid: int) -> bool:
 def merge_driver(ancestor: str, ours: str, theirs: str, path: str = "") -> int:
     """Run as git's merge driver. Exit status 0: %A holds the merged log; 1: a conflict, %A untouched."""
     shown = path or ours
+    if Path(path).name == ANCHORS_NAME:
+        return _merge_anchors(Path(ancestor), Path(ours), Path(theirs), shown)
     try:
         scratch = scratch_dir(Path(ours))
         for directory in {scratch, Path(ours).parent}:
@@ -88,6 +93,17 @@ def merge_driver(ancestor: str, ours: str, theirs: str, path: str = "") -> int:
         return 1
     if outcome.conflicts or outcome.reverted:
         print(f"playbook: {clean(shown)}: {summary(outcome)}", file=sys.stderr)
+    return 0
+
+
+def _merge_anchors(ancestor: Path, ours: Path, theirs: Path, shown: str) -> int:
+    """The anchors files' merge written over %A: never a conflict, so git never leaves markers in the file."""
+    try:
+        merged = merge_files(*(path.read_bytes() if path.exists() else b"" for path in (ancestor, ours, theirs)))
+        write_file(ours, merged, ours.parent)
+    except OSError as exc:
+        print(f"playbook: cannot merge {clean(shown)}: {clean(exc.strerror or str(exc))}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -1,6 +1,8 @@
 """Sharing a project's playbook through git: what is committed, what stays on each machine, and the merge driver.
 
-The log is shared: `.gitattributes` names this project's merge driver for it. Everything
+The log is shared: `.gitattributes` names this project's merge driver for it, and for the
+anchors file (`playbook anchor`), which is committed with it and merged as the union of both
+sides' anchors, never left with conflict markers. Everything
 else under `.claude/` that the playbook writes is derived or belongs to one machine (the
 snapshot playbook.json and the hook's projection, locks, checkpoints, the learners'
 output, kept torn tails) and is ignored. playbook.json is derived, not shared: it changes
@@ -26,7 +28,8 @@ DRIVER = "playbook"
 LOG_PATH = ".claude/playbook.events.jsonl"
 BEGIN = "# >>> playbook share >>>"
 END = "# <<< playbook share <<<"
-ATTRIBUTES = [f"{LOG_PATH} merge={DRIVER} eol=lf"]
+ANCHORS_PATH = ".claude/playbook.anchors"
+ATTRIBUTES = [f"{LOG_PATH} merge={DRIVER} eol=lf", f"{ANCHORS_PATH} merge={DRIVER} eol=lf"]
 IGNORED = [
     ".claude/playbook.json",
     ".claude/playbook.hook.json",

@@ -177,11 +177,11 @@ def verify_lines(report: Any, style: Style) -> list[str]:
     notes = [f"note: {clean(note)}" for note in report.notes]
     if report.ok:
         lines = [style.paint("OK", "green", "bold") + f"  {read}",
-                 f"    log       {clean(report.log)}", f"    snapshot  {clean(report.snapshot)}", *notes]
+                 f"    log       {clean(report.log)}", f"    snapshot  {clean(report.snapshot)}"]
         if report.anchors is not None:
             lines.append(f"    anchors   the log extends all {report.anchors} recorded head"
                          f"{'s' if report.anchors != 1 else ''}")
-        return lines
+        return lines + notes
     lines = [*notes]
     for problem in report.problems:
         where = clean(problem.file) + (f":{problem.line}" if problem.line is not None else "")
