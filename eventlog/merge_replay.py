@@ -13,6 +13,7 @@ from .domain import MAX_COUNTER, MAX_ID_DIGITS, OTHERS, SECTION_SLUGS, KeyPoint,
 from .events import (
     CountersSet,
     Event,
+    KeyPointAbsorbed,
     KeyPointAdded,
     KeyPointDeleted,
     KeyPointEvaluated,
@@ -190,6 +191,8 @@ class MergedState:
             if name is None:
                 return self._skip(e, SkipReason.UNKNOWN_ID, f"stale mark of {e.name}: {self._why(ident, final)}"), None
             return msgspec.structs.replace(e, name=name), None
+        if kind is KeyPointAbsorbed:
+            return self._absorbed(e, names), None
         if kind is VersionSet:
             return msgspec.structs.replace(e, previous=self.state.version), None
         if kind is KeyPointAdded:
@@ -211,6 +214,14 @@ class MergedState:
         return CountersSet(name=name, helpful=_clamp(kp.helpful + e.helpful - e.previous_helpful),
                            harmful=_clamp(kp.harmful + e.harmful - e.previous_harmful),
                            previous_helpful=kp.helpful, previous_harmful=kp.harmful)
+
+    def _absorbed(self, e: KeyPointAbsorbed, names: SideNames) -> Event:
+        """An absorption into whatever entry carries the one it went into now; skipped, as a rating would be,
+        when that entry is gone: the lesson it repeated was removed on purpose."""
+        ident, final, name = self._find(names, e.name)
+        if name is None:
+            return self._skip(e, SkipReason.UNKNOWN_ID, f"absorption into {e.name}: {self._why(ident, final)}")
+        return msgspec.structs.replace(e, name=name, text=self.state.sections[self.state.where[name]][name].text)
 
     def _prune(self, e: KeyPointPruned, names: SideNames) -> Event:
         """A prune that still meets the rule with both sides' ratings."""

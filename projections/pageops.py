@@ -9,6 +9,7 @@ from typing import Any, Literal
 from eventlog.domain import SECTION_SLUGS
 from eventlog.events import (
     CountersSet,
+    KeyPointAbsorbed,
     KeyPointAdded,
     KeyPointDeleted,
     KeyPointEvaluated,
@@ -34,7 +35,8 @@ CAUSES: tuple[Cause, ...] = ("learning", "hook", "manual", "revert", "import", "
 
 OP_KINDS = {
     "a": "added", "i": "imported", "u": "re-worded", "m": "merged", "d": "deleted", "p": "pruned",
-    "e": "rated", "c": "counters set", "v": "moved", "r": "re-ordered", "x": "other",
+    "e": "rated", "c": "counters set", "v": "moved", "r": "re-ordered", "b": "absorbed a near-duplicate",
+    "x": "other",
 }
 """What each op kind means; the page's renderer and fold read the same letters."""
 
@@ -92,6 +94,8 @@ def op_of(event: Any, s: Callable[[str | None], int | None], where: dict[str, st
             mask |= bit(source)
         return (["m", s(event.name), _section(event.section), s(event.text), event.helpful, event.harmful,
                  [s(source) for source in event.sources]], mask)
+    if kind is KeyPointAbsorbed:
+        return ["b", s(event.name), s(event.absorbed), event.similarity], bit(event.name)
     if kind is KeyPointDeleted:
         return ["d", s(event.name), s(event.reason or None), s(event.text)], bit(event.name)
     if kind is KeyPointPruned:

@@ -1,0 +1,152 @@
+"""Stable ids: a lesson learned again keeps the id it was given."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from eventlog import similarity
+from eventlog.commands import Absorb
+from eventlog.decide import ApplyOperations, SkipReason, decide
+from eventlog.domain import KeyPoint, PlaybookState
+from eventlog.events import KeyPointAbsorbed, KeyPointAdded, KeyPointEvaluated, KeyPointsMerged
+from eventlog.events import OperationSkipped
+from eventlog.evolve import fold
+from playbook.learner.learn import learn_pending, request_learning
+from projections.repository import PlaybookRepository
+from tests.fake_anthropic import FakeAnthropic, Reply, reply_text, request_texts
+
+FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
+LESSON = "Run the tests before committing"
+REWORDED = [
+    LESSON, "Always run the tests before you commit", "Run the tests before every commit",
+    "Before committing, run the tests", "Run the tests before you commit", "Make sure to run the tests before committing",
+    "Run the test suite before committing", "Before each commit, run the tests",
+    "Remember to run the tests before committing", "Run the tests before committing changes",
+]
+"""One lesson in ten wordings, each a near-duplicate of the first by either similarity measure."""
+ABSORB = Absorb(threshold=similarity.THRESHOLDS[similarity.method()], method=similarity.method())
+
+
+def state_of(*texts: str, helpful: int = 0) -> PlaybookState:
+    state = PlaybookState()
+    for number, text in enumerate(texts, 1):
+        name = f"pat-{number:03d}"
+        state.sections["PATTERNS & APPROACHES"][name] = KeyPoint(name, text, helpful, 0)
+        state.where[name] = "PATTERNS & APPROACHES"
+        state.high_water["pat"] = number
+    return state
+
+
+def add(text: str) -> dict[str, str]:
+    return {"type": "ADD", "section": "PATTERNS & APPROACHES", "text": text}
+
+
+# --- deciding an ADD of a near-duplicate ------------------------------------------------------------------
+
+
+def test_a_near_duplicate_add_is_one_absorption_that_keeps_the_id_text_and_counters():
+    state = state_of("Prefer small commits", LESSON, helpful=2)
+    events = decide(state, ApplyOperations([add(REWORDED[1])], absorb=ABSORB))
+    assert len(events) == 1 and isinstance(events[0], KeyPointAbsorbed)
+    absorbed = events[0]
+    assert (absorbed.name, absorbed.text, absorbed.absorbed) == ("pat-002", LESSON, REWORDED[1])
+    assert absorbed.method == ABSORB.method and ABSORB.threshold <= absorbed.similarity <= 1
+    after = fold(events, state)
+    assert {kp.name: (kp.text, kp.helpful) for _s, kp in after.entries()} == {
+        "pat-001": ("Prefer small commits", 2), "pat-002": (LESSON, 2)}
+
+
+def test_the_specs_add_and_an_exact_duplicate_are_as_they_were():
+    state = state_of(LESSON)
+    added = decide(state, ApplyOperations([add(REWORDED[1])]))  # the spec's public functions absorb nothing
+    assert [type(e) for e in added] == [KeyPointAdded] and added[0].name == "pat-002"
+    same = decide(state, ApplyOperations([add(LESSON)], absorb=ABSORB))
+    assert [(type(e), e.reason) for e in same if isinstance(e, OperationSkipped)] == [
+        (OperationSkipped, SkipReason.DUPLICATE_TEXT)]
+
+
+@pytest.mark.parametrize("aimed", [
+    {"type": "UPDATE", "target_id": "pat-001", "text": "Run the linters before committing"},
+    {"type": "DELETE", "target_id": "pat-001", "reason": "replaced"},
+    {"type": "MERGE", "source_ids": ["pat-001", "pat-002"], "merged_text": "Commit small, tested changes"},
+])
+def test_an_add_is_never_absorbed_into_an_entry_the_same_reply_changes(aimed):
+    # Before or after the ADD in the reply: either way the curator meant that entry to change or go, and the
+    # lesson it adds beside it must not go with it.
+    state = state_of(LESSON, "Prefer small commits")
+    for operations in ([add(REWORDED[1]), aimed], [aimed, add(REWORDED[1])]):
+        events = decide(state, ApplyOperations(operations, absorb=ABSORB))
+        assert not any(isinstance(e, KeyPointAbsorbed) for e in events)
+        assert any(isinstance(e, KeyPointAdded) and e.text == REWORDED[1] for e in events)
+
+
+def test_a_second_wording_in_one_reply_is_absorbed_into_the_first():
+    events = decide(PlaybookState(), ApplyOperations([add(REWORDED[0]), add(REWORDED[1])], absorb=ABSORB))
+    assert [type(e) for e in events] == [KeyPointAdded, KeyPointAbsorbed] and events[1].name == events[0].name
+
+
+# --- ten learning cycles re-adding the same lesson -------------------------------------------------------
+
+
+def models(seen: list[list[str]]):
+    """The reflector rates helpful every key point the playbook it is shown holds (and says which it saw);
+    the curator adds the lesson again, in the next wording each time."""
+    curated = iter(REWORDED)
+
+    def respond(body: dict) -> Reply:
+        text = request_texts(body)
+        if "You are the reflector" in text:
+            ids = sorted(set(re.findall(r"\[(pat-\d{3})\] helpful=", text)))  # the playbook shown, not the transcript
+            seen.append(ids)
+            tags = [{"name": name, "tag": "helpful", "rationale": "followed"} for name in ids]
+            return reply_text(json.dumps({"analysis": "tests were run", "bullet_tags": tags}))
+        if "You are the curator" in text:
+            return reply_text(json.dumps({"reasoning": "worth keeping", "operations": [add(next(curated))]}))
+        return reply_text("Done.")
+    return respond
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch) -> Path:
+    for name in list(os.environ):
+        if name.startswith(("ANTHROPIC_", "AGENTIC_CONTEXT_", "PLAYBOOK_")):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path))  # the learner reads only transcripts inside it
+    project = tmp_path / "project"
+    (project / ".claude").mkdir(parents=True)
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
+    return project
+
+
+@pytest.mark.slow
+def test_ten_cycles_relearning_one_lesson_keep_one_id_that_the_ratings_reach(project, tmp_path, monkeypatch):
+    repo = PlaybookRepository(project / ".claude")
+    seen: list[list[str]] = []
+    with FakeAnthropic(models(seen)) as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        for number in range(1, len(REWORDED) + 1):
+            transcript = tmp_path / f"session-{number}.jsonl"
+            shutil.copy(FIXTURES / "tool_use_resumed.jsonl", transcript)
+            request_learning(project, "SessionEnd", str(transcript), f"session-{number}", "other")
+            assert [o.status for o in learn_pending(project)] == ["completed"]
+            assert list(repo.state().where) == ["pat-001"], number
+        assert len(api.message_requests()) == 2 * len(REWORDED)
+    events = [e for t in repo.store.read() for e in t.events]
+    issued = {e.name for e in events if isinstance(e, (KeyPointAdded, KeyPointsMerged))}
+    assert issued == {"pat-001"}
+    absorbed = [e for e in events if isinstance(e, KeyPointAbsorbed)]
+    assert [e.absorbed for e in absorbed] == REWORDED[1:] and {e.name for e in absorbed} == {"pat-001"}
+    # Every session after the first was shown pat-001 and rated it, and every rating landed.
+    assert seen == [[]] + [["pat-001"]] * (len(REWORDED) - 1)
+    assert sum(isinstance(e, KeyPointEvaluated) for e in events) == len(REWORDED) - 1
+    assert not any(isinstance(e, OperationSkipped) for e in events)
+    kp = repo.state().get("pat-001")
+    assert kp is not None and (kp.text, kp.helpful) == (LESSON, len(REWORDED) - 1)
