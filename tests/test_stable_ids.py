@@ -1,4 +1,5 @@
-"""Stable ids: a lesson learned again keeps the id it was given."""
+"""Stable ids: a lesson learned again keeps the id it was given, and `history` of any id ever issued says where
+its lesson lives now."""
 
 from __future__ import annotations
 
@@ -12,13 +13,17 @@ import pytest
 
 from eventlog import similarity
 from eventlog.commands import Absorb
-from eventlog.decide import ApplyOperations, SkipReason, decide
+from eventlog.decide import ApplyOperations, Evaluate, MergeDuplicates, Prune, SkipReason, decide
 from eventlog.domain import KeyPoint, PlaybookState
-from eventlog.events import KeyPointAbsorbed, KeyPointAdded, KeyPointEvaluated, KeyPointsMerged
+from eventlog.events import Cause, KeyPointAbsorbed, KeyPointAdded, KeyPointEvaluated, KeyPointsMerged
 from eventlog.events import OperationSkipped
 from eventlog.evolve import fold
+from playbook.commands.audit import revert
+from playbook.commands.cli import main
 from playbook.learner.learn import learn_pending, request_learning
+from playbook.rendering.report import fate_text
 from projections.repository import PlaybookRepository
+from projections.timeline import Timeline
 from tests.fake_anthropic import FakeAnthropic, Reply, reply_text, request_texts
 
 FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
@@ -125,8 +130,15 @@ def project(tmp_path, monkeypatch) -> Path:
     return project
 
 
+def history_head(project: Path, name: str, capsys) -> str:
+    capsys.readouterr()
+    assert main(["--project", str(project), "history", name]) == 0
+    return capsys.readouterr().out.splitlines()[0]
+
+
 @pytest.mark.slow
-def test_ten_cycles_relearning_one_lesson_keep_one_id_that_the_ratings_reach(project, tmp_path, monkeypatch):
+def test_ten_cycles_relearning_one_lesson_keep_one_id_that_the_ratings_reach(project, tmp_path, monkeypatch,
+                                                                            capsys):
     repo = PlaybookRepository(project / ".claude")
     seen: list[list[str]] = []
     with FakeAnthropic(models(seen)) as api:
@@ -150,3 +162,52 @@ def test_ten_cycles_relearning_one_lesson_keep_one_id_that_the_ratings_reach(pro
     assert not any(isinstance(e, OperationSkipped) for e in events)
     kp = repo.state().get("pat-001")
     assert kp is not None and (kp.text, kp.helpful) == (LESSON, len(REWORDED) - 1)
+    for name in issued:
+        assert history_head(project, name, capsys) == f"history of {name}: in the playbook now"
+
+
+# --- where a lesson merged away lives now ---------------------------------------------------------------
+
+
+def test_history_follows_a_chain_of_merges_to_the_entry_that_holds_the_lesson_now(tmp_path):
+    """Logs written before absorption merged each near-duplicate into a new id: oth-001 -> oth-003 -> oth-005."""
+    repo = PlaybookRepository(tmp_path / ".claude")
+    cause = Cause(source="hook:SessionEnd")
+    repo.append([ApplyOperations([{"type": "ADD", "text": REWORDED[0]}, {"type": "ADD", "text": REWORDED[1]}])], cause)
+    repo.append([MergeDuplicates(pairs=[("oth-001", "oth-002", 0.9)], method=ABSORB.method)], cause)
+    repo.append([ApplyOperations([{"type": "ADD", "text": REWORDED[2]}])], cause)
+    repo.append([MergeDuplicates(pairs=[("oth-003", "oth-004", 0.9)], method=ABSORB.method)], cause)
+    timeline = Timeline(repo)
+
+    def where(name: str) -> str:
+        return fate_text(timeline.fate(name, timeline.history(name)))
+
+    assert list(repo.state().where) == ["oth-005"]
+    assert where("oth-001") == where("oth-002") == "lives on as oth-005 (merged into oth-003, then oth-005)"
+    assert where("oth-003") == where("oth-004") == "lives on as oth-005 (merged into oth-005)"
+    assert where("oth-005") == "in the playbook now"
+    committed = repo.append([ApplyOperations([{"type": "DELETE", "target_id": "oth-005", "reason": "outdated"}])],
+                            Cause(source="manual"))
+    assert committed is not None
+    removed = f"deleted (outdated) by manual in tx {committed.commit.tx}, "
+    assert where("oth-001").startswith(f"merged into oth-003, then oth-005, then {removed}")
+    assert where("oth-004").startswith(f"merged into oth-005, then {removed}")
+    assert where("oth-005").startswith(removed)
+
+
+def test_a_deleted_entry_a_revert_brings_back_lives_again_and_a_pruned_one_says_by_what(tmp_path):
+    repo = PlaybookRepository(tmp_path / ".claude")
+    repo.append([ApplyOperations([{"type": "ADD", "text": "a"}, {"type": "ADD", "text": "b"}])], Cause(source="test"))
+    deleted = repo.append([ApplyOperations([{"type": "DELETE", "target_id": "oth-001"}])], Cause(source="manual"))
+    assert deleted is not None
+    timeline = Timeline(repo)
+    assert fate_text(timeline.fate("oth-001", timeline.history("oth-001"))).startswith(
+        f"deleted by manual in tx {deleted.commit.tx}, ")
+    revert(repo, deleted.commit.tx)
+    ratings = [{"name": "oth-002", "rating": "harmful"}] * 3
+    pruned = repo.append([Evaluate(ratings), Prune()], Cause(source="hook:SessionEnd"))
+    assert pruned is not None and list(repo.state().where) == ["oth-001"]
+    timeline = Timeline(repo)
+    assert fate_text(timeline.fate("oth-001", timeline.history("oth-001"))) == "in the playbook now"
+    assert fate_text(timeline.fate("oth-002", timeline.history("oth-002"))).startswith(
+        f"pruned (harmful >= 3 and harmful > helpful) by hook:SessionEnd in tx {pruned.commit.tx}, ")
