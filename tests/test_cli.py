@@ -474,8 +474,8 @@ def test_the_first_line_of_a_history_says_where_the_lesson_lives_now(run, demo):
         result = run("history", name)
         assert result.code == 0
         lines = result.out.splitlines()
-        wrapped = [line.strip() for line in lines[1:next(at for at, line in enumerate(lines) if line.startswith("now"))]]
-        return " ".join([lines[0], *wrapped])
+        now = next(at for at, line in enumerate(lines) if line.startswith("now"))
+        return " ".join([lines[0], *(line.strip() for line in lines[1:now])])
 
     assert first("kpt_001") == "history of kpt_001: in the playbook now"
     assert first("pat-001") == "history of pat-001: lives on as pat-003 (merged into pat-003)"

@@ -30,9 +30,10 @@ FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
 LESSON = "Run the tests before committing"
 REWORDED = [
     LESSON, "Always run the tests before you commit", "Run the tests before every commit",
-    "Before committing, run the tests", "Run the tests before you commit", "Make sure to run the tests before committing",
-    "Run the test suite before committing", "Before each commit, run the tests",
-    "Remember to run the tests before committing", "Run the tests before committing changes",
+    "Before committing, run the tests", "Run the tests before you commit",
+    "Make sure to run the tests before committing", "Run the test suite before committing",
+    "Before each commit, run the tests", "Remember to run the tests before committing",
+    "Run the tests before committing changes",
 ]
 """One lesson in ten wordings, each a near-duplicate of the first by either similarity measure."""
 ABSORB = Absorb(threshold=similarity.THRESHOLDS[similarity.method()], method=similarity.method())
