@@ -47,7 +47,8 @@ from .review import cycle_commands
 from playbook.wiring.project import claude_dir, repository
 from .retries import due, env_number, max_attempts, next_try
 from playbook.wiring.settings import Settings, load_settings, never_learn_match
-from .transcript import Transcript, TranscriptError, cited_ids, claude_config_dir, inside_config_dir, read_transcript
+from .transcript import Transcript, TranscriptError, cited_ids, claude_config_dir, inside_config_dir, nothing_to_learn
+from .transcript import read_transcript
 from .user_level import learn_preferences, split_preferences
 
 if TYPE_CHECKING:
@@ -248,6 +249,8 @@ def _ready(repo: PlaybookRepository, state: PlaybookState, pending: PendingLearn
         return _skip(repo, pending, str(exc))
     if not transcript.messages:
         return _skip(repo, pending, "nothing new in the transcript", through_line=transcript.lines)
+    if (nothing := nothing_to_learn(transcript)) is not None:
+        return _skip(repo, pending, nothing, through_line=transcript.lines)
     if state.disabled:
         return _skip(repo, pending, "the playbook is disabled in this project (playbook enable)")
     config = model_config()
