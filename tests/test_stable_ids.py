@@ -97,6 +97,17 @@ def test_a_second_wording_in_one_reply_is_absorbed_into_the_first():
     assert [type(e) for e in events] == [KeyPointAdded, KeyPointAbsorbed] and events[1].name == events[0].name
 
 
+def test_an_absorption_names_the_key_point_and_holds_no_revert_of_it_up(tmp_path):
+    repo = PlaybookRepository(tmp_path / ".claude")
+    created = repo.append([ApplyOperations([add(LESSON)])], Cause(source="hook:SessionEnd"))
+    absorbed = repo.append([ApplyOperations([add(REWORDED[1])], absorb=ABSORB)], Cause(source="hook:SessionEnd"))
+    assert created is not None and absorbed is not None
+    assert [type(e) for e in absorbed.events] == [KeyPointAbsorbed]
+    assert [item.event for item in Timeline(repo).history("pat-001")][-1] == absorbed.events[0]
+    revert(repo, created.commit.tx)  # the text and counters it taught were not changed since
+    assert repo.state().where == {}
+
+
 # --- ten learning cycles re-adding the same lesson -------------------------------------------------------
 
 
