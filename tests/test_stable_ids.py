@@ -23,7 +23,7 @@ from playbook.commands.cli import main
 from playbook.learner.learn import learn_pending, request_learning
 from playbook.rendering.report import fate_text
 from projections.repository import PlaybookRepository
-from projections.timeline import Timeline
+from projections.timeline import Fate, Timeline
 from tests.fake_anthropic import FakeAnthropic, Reply, reply_text, request_texts
 
 FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
@@ -205,6 +205,11 @@ def test_history_follows_a_chain_of_merges_to_the_entry_that_holds_the_lesson_no
     assert where("oth-001").startswith(f"merged into oth-003, then oth-005, then {removed}")
     assert where("oth-004").startswith(f"merged into oth-005, then {removed}")
     assert where("oth-005").startswith(removed)
+
+
+def test_a_long_chain_of_merges_reads_as_where_it_went_first_and_last():
+    fate = Fate(live="oth-011", merged_into=[f"oth-{n:03d}" for n in range(3, 12, 2)])
+    assert fate_text(fate) == "lives on as oth-011 (merged into oth-003, then 3 more, then oth-011)"
 
 
 def test_a_deleted_entry_a_revert_brings_back_lives_again_and_a_pruned_one_says_by_what(tmp_path):

@@ -239,7 +239,10 @@ def _removal(event: Removal) -> str:
 
 def fate_text(fate: Fate) -> str:
     """Where an entry's lesson lives now, in words: the first thing its history says."""
-    merged = "merged into " + ", then ".join(clean(name) for name in fate.merged_into)
+    names = [clean(name) for name in fate.merged_into]
+    if len(names) > 3:  # a lesson merged again in session after session: where it went first, and where last
+        names = [names[0], f"{len(names) - 2} more", names[-1]]
+    merged = "merged into " + ", then ".join(names)
     if fate.live is not None:
         return f"lives on as {clean(fate.live)} ({merged})" if fate.merged_into else "in the playbook now"
     if fate.removed is None or fate.commit is None:
