@@ -211,12 +211,12 @@ def simulate(cycles: int = 50, budget: int = 1500) -> dict:
     model calls): three new lessons a cycle, planted useful ones rated and cited, paraphrases of them added
     again, a harmful lesson rated harmful, and a wholesale rewrite in cycle 30."""
     from eventlog.decide import CompleteLearning, Evaluate, Prune, RequestLearning, decide_all
-    from eventlog.events import CurationHeld, KeyPointsMerged
+    from eventlog.events import CurationHeld, KeyPointAbsorbed
     from playbook.learner.lean import LeanSettings, curation_commands, current_plan, sweep_stale
 
     rng = random.Random(3)
     settings = LeanSettings(stale_after=10, retire_after=25)
-    figures = {"max_tokens": 0, "held": 0, "merged_duplicates": 0}
+    figures = {"max_tokens": 0, "held": 0, "absorbed_duplicates": 0}
     with tempfile.TemporaryDirectory(prefix="bench-simulation-") as tmp:
         project = Path(tmp) / "project"
         (project / ".claude").mkdir(parents=True)
@@ -260,8 +260,7 @@ def simulate(cycles: int = 50, budget: int = 1500) -> dict:
                 committed = repo.append(decider, Cause(source="hook:SessionEnd", session=request))
                 assert committed is not None
                 figures["held"] += sum(isinstance(e, CurationHeld) for e in committed.events)
-                figures["merged_duplicates"] += sum(isinstance(e, KeyPointsMerged) and e.similarity is not None
-                                                    for e in committed.events)
+                figures["absorbed_duplicates"] += sum(isinstance(e, KeyPointAbsorbed) for e in committed.events)
                 sweep_stale(repo, settings, request)
                 planned = current_plan(repo)
                 figures["max_tokens"] = max(figures["max_tokens"], planned.tokens)
@@ -309,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     ok &= sim["max_tokens"] <= sim["budget"] and sim["useful_injected"] == sim["useful"]
     print(f"simulation of {sim['cycles']} cycles: {sim['useful_injected']}/{sim['useful']} planted useful lessons "
           f"injected at the end; {sim['duplicates_surviving']}/{sim['duplicates_planted']} planted duplicates "
-          f"survive ({sim['merged_duplicates']} merged); harmful lesson {'present' if sim['harmful_present'] else 'gone'}; "
+          f"survive ({sim['absorbed_duplicates']} absorbed); harmful lesson {'present' if sim['harmful_present'] else 'gone'}; "
           f"{sim['held']} destructive reply held; injected tokens at most {sim['max_tokens']} (budget {sim['budget']})")
     return 0 if ok else 1
 

@@ -33,6 +33,17 @@ class SkipReason:
     UNKNOWN_RATING: Final = "unknown_rating"
 
 
+class Absorb(msgspec.Struct, frozen=True):
+    """Near-duplicates are absorbed: an ADD whose text is at least `threshold` alike (by similarity `method`) to a
+    key point's becomes a `KeyPointAbsorbed` into the most alike one, which keeps its id, instead of a new key
+    point. Never into the key points in `spare`, nor into one the same operations aim at (UPDATE, DELETE,
+    MERGE): what the curator changes in that reply is not the place to fold another lesson into."""
+
+    threshold: float
+    method: str
+    spare: frozenset[str] = frozenset()
+
+
 class ApplyOperations(msgspec.Struct, frozen=True):
     """Curator operations (ADD / UPDATE / MERGE / DELETE), as the model gave them, or as the user typed them
     (`origin="user"`: `playbook add`)."""
@@ -40,6 +51,8 @@ class ApplyOperations(msgspec.Struct, frozen=True):
     operations: Any
     origin: Origin = "operation"
     """The `origin` of the key points its ADDs create."""
+    absorb: Absorb | None = None
+    """Absorb near-duplicate ADDs (learning does; the spec's public functions and the user's `add` do not)."""
 
 
 class AddNewKeyPoints(msgspec.Struct, frozen=True):
@@ -170,6 +183,8 @@ class AcceptProposal(msgspec.Struct, frozen=True, kw_only=True):
 
     proposal: str
     edited: Any = None
+    absorb: Absorb | None = None
+    """As a direct cycle's `ApplyOperations.absorb`."""
 
 
 class RejectProposal(msgspec.Struct, frozen=True, kw_only=True):

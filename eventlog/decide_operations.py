@@ -5,10 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from .commands import AddNewKeyPoints, ApplyOperations, Evaluate, Prune, SkipReason
+import msgspec
+
+from . import similarity
+from .commands import Absorb, AddNewKeyPoints, ApplyOperations, Evaluate, Prune, SkipReason
 from .decision import Decision
-from .domain import MAX_TEXT_LENGTH, OTHERS, PRUNE_RULE, next_name, resolve_section_detail, should_prune
-from .events import KeyPointAdded, KeyPointDeleted, KeyPointEvaluated, KeyPointPruned, KeyPointsMerged, KeyPointUpdated
+from .domain import MAX_TEXT_LENGTH, OTHERS, PRUNE_RULE, KeyPoint, PlaybookState, next_name, resolve_section_detail
+from .domain import should_prune
+from .events import KeyPointAbsorbed, KeyPointAdded, KeyPointDeleted, KeyPointEvaluated, KeyPointPruned
+from .events import KeyPointsMerged, KeyPointUpdated
 from .legacy import to_jsonable
 from .values import Origin, SkipKind, SkipReasonName
 
@@ -27,13 +32,19 @@ def _text(value: Any) -> tuple[str | None, SkipReasonName | None, int | None]:
     return value, None, None
 
 
-def _add(d: Decision, kind: SkipKind, index: int, item: Any, text: Any, section_name: Any, origin: Origin) -> None:
+def _add(d: Decision, kind: SkipKind, index: int, item: Any, text: Any, section_name: Any, origin: Origin,
+         absorb: Absorb | None = None) -> None:
     value, problem, cut_from = _text(text)
     if value is None:
         d.skip(kind, problem or SkipReason.EMPTY_TEXT, "ADD without text", index, item)
         return
     if value in d.texts():
         d.skip(kind, SkipReason.DUPLICATE_TEXT, f"text already in the playbook: {value[:80]}", index, item)
+        return
+    if absorb is not None and (alike := most_alike(d.state, value, absorb)) is not None:
+        kp, score = alike
+        d.emit(KeyPointAbsorbed(name=kp.name, text=kp.text, absorbed=value, similarity=round(score, 3),
+                                method=absorb.method, origin=origin, cut_from=cut_from))
         return
     section, unknown = resolve_section_detail(section_name)
     d.emit(
@@ -42,6 +53,36 @@ def _add(d: Decision, kind: SkipKind, index: int, item: Any, text: Any, section_
             requested_section=section_name if unknown else None, cut_from=cut_from,
         )
     )
+
+
+def most_alike(state: PlaybookState, text: str, absorb: Absorb) -> tuple[KeyPoint, float] | None:
+    """The key point most like `text` at `absorb.threshold` or above (the first of equals), and how alike."""
+    best: tuple[KeyPoint, float] | None = None
+    for _section, kp in state.entries():
+        if kp.name in absorb.spare:
+            continue
+        score = similarity.similarity(kp.text, text, absorb.method)
+        if score >= absorb.threshold and (best is None or score > best[1]):
+            best = kp, score
+    return best
+
+
+def aimed_at(op: Any) -> list[Any]:
+    """The names an operation changes, as given: UPDATE's and DELETE's `target_id`, MERGE's `source_ids`."""
+    if not isinstance(op, dict):
+        return []
+    if op.get("type") in ("UPDATE", "DELETE"):
+        return [op.get("target_id")]
+    sources = op.get("source_ids")
+    return list(sources) if op.get("type") == "MERGE" and isinstance(sources, list) else []
+
+
+def sparing(absorb: Absorb | None, operations: Any) -> Absorb | None:
+    """`absorb`, sparing also every key point that `operations` aim at."""
+    if absorb is None or not isinstance(operations, list):
+        return absorb
+    aimed = {name for op in operations for name in aimed_at(op) if isinstance(name, str)}
+    return msgspec.structs.replace(absorb, spare=absorb.spare | aimed) if aimed - absorb.spare else absorb
 
 
 def _target(d: Decision, kind: SkipKind, index: int, op: dict[str, Any], verb: str) -> str | None:
@@ -55,14 +96,14 @@ def _target(d: Decision, kind: SkipKind, index: int, op: dict[str, Any], verb: s
     return target
 
 
-def operation(d: Decision, index: int, op: Any, origin: Origin = "operation") -> None:
+def operation(d: Decision, index: int, op: Any, origin: Origin = "operation", absorb: Absorb | None = None) -> None:
     kind: SkipKind = "operation"
     if not isinstance(op, dict):
         d.skip(kind, SkipReason.NOT_AN_OBJECT, f"operation of type {type(op).__name__}", index, op)
         return
     op_type = op.get("type", "")
     if op_type == "ADD":
-        _add(d, kind, index, op, op.get("text"), op.get("section"), origin)
+        _add(d, kind, index, op, op.get("text"), op.get("section"), origin, absorb)
     elif op_type == "UPDATE":
         text, problem, cut_from = _text(op.get("text"))
         target = op.get("target_id")
@@ -147,8 +188,9 @@ def apply_operations(d: Decision, command: ApplyOperations) -> None:
             f"{len(operations)} operations given, truncated to {MAX_OPERATIONS}", MAX_OPERATIONS,
             operations[MAX_OPERATIONS:],
         )
+    absorb = sparing(command.absorb, operations[:MAX_OPERATIONS])
     for index, op in enumerate(operations[:MAX_OPERATIONS]):
-        operation(d, index, op, command.origin)
+        operation(d, index, op, command.origin, absorb)
 
 
 def add_new_key_points(d: Decision, command: AddNewKeyPoints) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from .commands import AcceptProposal, ApplyOperations, ExpireProposals, ProposeOperations, RejectProposal
 from .commands import SkipReason
-from .decide_operations import MAX_OPERATIONS, apply_operations, operation
+from .decide_operations import MAX_OPERATIONS, aimed_at, apply_operations, operation
 from .decision import Decision
 from .domain import PlaybookState
 from .events import OperationSkipped, ProposalAccepted, ProposalExpired, ProposalRecorded, ProposalRejected
@@ -16,12 +16,7 @@ from .legacy import to_jsonable
 
 def _aimed_at(state: PlaybookState, op: Any) -> dict[str, str]:
     """The entries `op` changes, with their text now: what an accept re-checks."""
-    if not isinstance(op, dict):
-        return {}
-    names: list[Any] = [op.get("target_id")] if op.get("type") in ("UPDATE", "DELETE") else []
-    if op.get("type") == "MERGE" and isinstance(op.get("source_ids"), list):
-        names = list(op["source_ids"])
-    return {name: kp.text for name in names if isinstance(name, str) and (kp := state.get(name)) is not None}
+    return {name: kp.text for name in aimed_at(op) if isinstance(name, str) and (kp := state.get(name)) is not None}
 
 
 def propose_operations(d: Decision, command: ProposeOperations) -> None:
@@ -68,7 +63,7 @@ def accept_proposal(d: Decision, command: AcceptProposal) -> None:
         return
     edited = to_jsonable(command.edited) if command.edited is not None else None
     d.emit(ProposalAccepted(proposal=command.proposal, edited=edited))
-    operation(d, 0, edited if edited is not None else pending.operation)
+    operation(d, 0, edited if edited is not None else pending.operation, absorb=command.absorb)
 
 
 def reject_proposal(d: Decision, command: RejectProposal) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 
 from .domain import KeyPoint, PlaybookState, Usage
-from .events import Event, KeyPointAdded, KeyPointEvaluated, OperationSkipped
+from .events import Event, KeyPointAbsorbed, KeyPointAdded, KeyPointEvaluated, OperationSkipped
 from .evolve import apply
 from .legacy import to_jsonable
 from .values import SkipKind, SkipReasonName
@@ -62,7 +62,7 @@ class Decision:
         if isinstance(event, KeyPointAdded):
             if self._texts is not None:
                 self._texts.add(event.text)
-        elif not isinstance(event, (OperationSkipped, KeyPointEvaluated)):
+        elif not isinstance(event, (OperationSkipped, KeyPointEvaluated, KeyPointAbsorbed)):
             self._texts = None  # any other event may change or remove a text: gathered again when next asked
 
     def texts(self) -> set[str]:

@@ -103,6 +103,24 @@ class KeyPointsMerged(Event, frozen=True, kw_only=True, tag="KeyPointsMerged"):
     method: str | None = None
 
 
+class KeyPointAbsorbed(Event, frozen=True, kw_only=True, tag="KeyPointAbsorbed"):
+    """An ADD whose text was a near-duplicate of key point `name` was absorbed into it instead of becoming a key
+    point of its own: `name` keeps its id, text, counters and history, so citations and ratings of it still land.
+
+    `absorbed` is the text the ADD gave (cut, when it was longer than MAX_TEXT_LENGTH: `cut_from`),
+    `similarity` how alike it was to `text`, the text of `name` it was absorbed into, by `method`.
+    origin: as `KeyPointAdded.origin`.
+    """
+
+    name: str
+    text: str
+    absorbed: str
+    similarity: float
+    method: str
+    origin: str = "operation"
+    cut_from: int | None = None
+
+
 class KeyPointDeleted(Event, frozen=True, kw_only=True, tag="KeyPointDeleted"):
     section: str
     name: str
@@ -260,6 +278,7 @@ AnyEvent: TypeAlias = (
     | OperationSkipped | TailRepaired | SnapshotSetAside | HistoryRewritten | LearningRequested | LearningCompleted
     | LearningFailed | LearningGivenUp | PlaybookDisabled | PlaybookEnabled | LearningSkipped | KeyPointMarkedStale
     | CurationHeld | ModelCallRecorded | LearningDeferred | BranchesMerged | MergeConflictResolved | ProposalRecorded
+    | KeyPointAbsorbed
     | ProposalAccepted | ProposalRejected | ProposalExpired
 )
 """Every event type, written out: a `match` over it that ends in `assert_never` is checked by mypy to handle

@@ -96,6 +96,17 @@ def merged(state: PlaybookState, e: ev.KeyPointsMerged) -> bool:
     return True
 
 
+def absorbed(state: PlaybookState, e: ev.KeyPointAbsorbed) -> bool:
+    # A lesson learned again is as fresh as a new one, as a merge's result is.
+    if e.name in state.where:
+        found = state.usage.get(e.name)
+        if found is None:
+            found = state.usage[e.name] = Usage()
+        found.last_used = max(found.last_used, state.sessions)
+        found.stale = False
+    return False
+
+
 def removed(state: PlaybookState, e: ev.KeyPointDeleted | ev.KeyPointPruned) -> bool:
     name = e.name
     section = state.where.pop(name, None)  # `_remove`, inlined: a fold runs this per delete and prune

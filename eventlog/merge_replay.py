@@ -17,6 +17,7 @@ from .events import (
     CurationHeld,
     Event,
     HistoryRewritten,
+    KeyPointAbsorbed,
     KeyPointAdded,
     KeyPointDeleted,
     KeyPointEvaluated,
@@ -213,6 +214,8 @@ class MergedState:
                     reason = f"stale mark of {e.name}: {self._why(ident, final)}"
                     return self._skip(e, SkipReason.UNKNOWN_ID, reason), None
                 return msgspec.structs.replace(e, name=name), None
+            case KeyPointAbsorbed():
+                return self._absorbed(e, names), None
             case VersionSet():
                 return msgspec.structs.replace(e, previous=self.state.version), None
             case KeyPointAdded():
@@ -243,6 +246,14 @@ class MergedState:
         return CountersSet(name=name, helpful=_clamp(kp.helpful + e.helpful - e.previous_helpful),
                            harmful=_clamp(kp.harmful + e.harmful - e.previous_harmful),
                            previous_helpful=kp.helpful, previous_harmful=kp.harmful)
+
+    def _absorbed(self, e: KeyPointAbsorbed, names: SideNames) -> Event:
+        """An absorption into whatever entry carries the one it went into now; skipped, as a rating would be,
+        when that entry is gone: the lesson it repeated was removed on purpose."""
+        ident, final, name = self._find(names, e.name)
+        if name is None:
+            return self._skip(e, SkipReason.UNKNOWN_ID, f"absorption into {e.name}: {self._why(ident, final)}")
+        return msgspec.structs.replace(e, name=name, text=self.state.sections[self.state.where[name]][name].text)
 
     def _prune(self, e: KeyPointPruned, names: SideNames) -> Event:
         """A prune that still meets the rule with both sides' ratings."""
@@ -379,7 +390,7 @@ class MergedState:
                     self.changed[self.ident_of[e.name]] = _Change(side, tx, "update")
                 apply(self.state, e)
             case (KeyPointEvaluated() | KeyPointMoved() | CountersSet() | SectionReordered() | VersionSet()
-                  | KeyPointMarkedStale() | PlaybookImported() | OperationSkipped() | TailRepaired()
+                  | KeyPointMarkedStale() | KeyPointAbsorbed() | PlaybookImported() | OperationSkipped() | TailRepaired()
                   | SnapshotSetAside() | HistoryRewritten() | LearningRequested() | LearningCompleted()
                   | LearningFailed() | LearningGivenUp() | PlaybookDisabled() | PlaybookEnabled() | LearningSkipped()
                   | CurationHeld() | ModelCallRecorded() | LearningDeferred() | BranchesMerged()

@@ -54,6 +54,8 @@ REGISTRY: tuple[EventType, ...] = (
     EventType(ev.KeyPointUpdated, "updated", h.updated, ("name", "text"), touches=("name",)),
     EventType(ev.KeyPointsMerged, "merged", h.merged, ("section", "name", "text", "sources", "helpful", "harmful"),
               touches=("name", "sources")),
+    # An absorption leaves the key point's text and counters as they were: named, not touched, like a stale mark.
+    EventType(ev.KeyPointAbsorbed, "absorbed", h.absorbed, ("name",), cites=("name",)),
     EventType(ev.KeyPointDeleted, "deleted", h.removed, ("name",), touches=("name",)),
     EventType(ev.KeyPointEvaluated, "evaluated", h.counters, ("name", "helpful", "harmful"), touches=("name",)),
     EventType(ev.KeyPointPruned, "pruned", h.removed, ("name",), touches=("name",)),

@@ -97,7 +97,13 @@ def method() -> str:
 
 def similarity(a: str, b: str, using: str | None = None) -> float:
     """How alike the lessons of `a` and `b` are, from 0 to 1."""
-    using = using or method()
+    return _similarity(a, b, using or method())
+
+
+@lru_cache(maxsize=65536)
+def _similarity(a: str, b: str, using: str) -> float:
+    # Kept: a learning cycle compares each ADD with every key point twice, for the collapse guard's trial and
+    # for the decision under the log's lock, and the second should not cost what the first did.
     words_a, words_b = content_words(a), content_words(b)
     numbers_a = {w for w in words_a if w[0].isdigit()}
     numbers_b = {w for w in words_b if w[0].isdigit()}

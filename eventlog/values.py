@@ -31,6 +31,10 @@ SkipReasonName = Literal[
 ]
 """Why a request was not applied (`OperationSkipped.reason`; `eventlog.decide.SkipReason` names them)."""
 
+NothingToLearn = Literal["only the playbook's own slash commands", "no user request in the session"]
+"""Why a session was skipped before any model call (`LearningSkipped.reason`): every user turn of it is one of
+the plugin's own commands (`/event-sourced-playbook:show`, `:why`, ...), or it holds no user turn at all."""
+
 SetAsideKind = Literal["unreadable", "ahead", "beside"]
 """Why playbook.json was moved aside (`SnapshotSetAside.kind`): unreadable, or reflecting a log position
 past the log's end (the log was cut) or one the log does not hold (another history)."""

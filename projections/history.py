@@ -40,9 +40,10 @@ def damaged(path: Path, end: int) -> CorruptLogError:
     return found or CorruptLogError(path, 0, end, "a transaction does not read back whole")
 
 
-def mentioning(path: Path, name: str) -> dict[str, list[Transaction]]:
+def mentioning(path: Path, name: str, follow: bool = True) -> dict[str, list[Transaction]]:
     """The committed transactions whose bytes hold `name`, or any entry merged into it, as a JSON string:
-    per name, oldest first, each with the events of the lines that hold one of those names.
+    per name, oldest first, each with the events of the lines that hold one of those names. Without
+    `follow`, only `name`'s, from the last event that created it on: what became of it since.
 
     Reads the file once, backwards from its last commit line, in blocks that begin and end at transaction
     boundaries: a merge is met before the entries it merged, so their names join the search as soon as it
@@ -61,7 +62,9 @@ def mentioning(path: Path, name: str) -> dict[str, list[Transaction]]:
         return {}
     with handle:
         for low, data, begin, end in _blocks(handle):
-            _search_block(path, data, begin, end, low, needles, followed, found)
+            if not needles:
+                break
+            _search_block(path, data, begin, end, low, needles, followed, found, follow)
     return {entry: [by_start[key] for key in sorted(by_start)] for entry, by_start in found.items()}
 
 
@@ -120,7 +123,7 @@ def _last_commit_end(data: bytes, whole: bool) -> int:
 
 
 def _search_block(path: Path, data: bytes, begin: int, end: int, low: int, needles: dict[str, bytes],
-                  followed: set[str], found: dict[str, dict[int, Transaction]]) -> None:
+                  followed: set[str], found: dict[str, dict[int, Transaction]], follow: bool = True) -> None:
     """Add the transactions of `data[begin:end]` that hold a needle to `found`, each with the events of its lines
     that hold one; a merge into a name searched for adds its sources' names to `needles`, searched for in
     this block up to the merge's transaction and in every block before it.
@@ -128,7 +131,7 @@ def _search_block(path: Path, data: bytes, begin: int, end: int, low: int, needl
     Only those lines and the commit lines are decoded: an event that concerns an entry holds its name as a
     JSON string, so no other line can. A source's search ends at the KeyPointAdded or KeyPointsMerged that
     created it: the log gives those a name past every one it issued before, so nothing earlier names it.
-    The search for the entry asked about runs to the file's start."""
+    The search for the entry asked about runs to the file's start, unless not `follow`ing merges."""
     lines: dict[int, tuple[Any, int]] = {}  # a line's start -> its record, its transaction's start
     transactions: dict[int, tuple[int, list[int]]] = {}  # a transaction's start -> its end, the lines read
     named: dict[str, set[int]] = {}  # an entry -> the starts of the transactions that name it
@@ -147,13 +150,13 @@ def _search_block(path: Path, data: bytes, begin: int, end: int, low: int, needl
                     created.append(known[0].name)
             record, start = known
             named.setdefault(entry, set()).add(start)
-            if isinstance(record, ev.KeyPointsMerged) and record.name == entry:
+            if follow and isinstance(record, ev.KeyPointsMerged) and record.name == entry:
                 arrived.update(_sources(record, followed, needles, transactions[start][0]))
         pending = arrived
     read = {start: _transaction(path, data, start, stop, held, lines, low) for start, (stop, held) in transactions.items()}
     for entry, starts in named.items():
         found.setdefault(entry, {}).update((low + start, read[start]) for start in starts)
-    first = next(iter(needles))  # the entry asked about: searched to the start
+    first = next(iter(needles)) if follow else None  # the entry asked about: searched to the start
     for name in created:
         if name != first:
             needles.pop(name, None)

@@ -13,6 +13,7 @@ from eventlog.events import (
     CountersSet,
     CurationHeld,
     HistoryRewritten,
+    KeyPointAbsorbed,
     KeyPointAdded,
     KeyPointDeleted,
     KeyPointEvaluated,
@@ -58,7 +59,8 @@ CAUSES: tuple[Cause, ...] = ("learning", "hook", "manual", "revert", "import", "
 
 OP_KINDS = {
     "a": "added", "i": "imported", "u": "re-worded", "m": "merged", "d": "deleted", "p": "pruned",
-    "e": "rated", "c": "counters set", "v": "moved", "r": "re-ordered", "x": "other",
+    "e": "rated", "c": "counters set", "v": "moved", "r": "re-ordered", "b": "absorbed a near-duplicate",
+    "x": "other",
 }
 """What each op kind means; the page's renderer and fold read the same letters."""
 
@@ -117,6 +119,8 @@ def op_of(event: AnyEvent | UnknownRecord, s: Callable[[str | None], int | None]
                 mask |= bit(source)
             return (["m", s(event.name), _section(event.section), s(event.text), event.helpful, event.harmful,
                      [s(source) for source in event.sources]], mask)
+        case KeyPointAbsorbed():
+            return ["b", s(event.name), s(event.absorbed), event.similarity], bit(event.name)
         case KeyPointDeleted():
             return ["d", s(event.name), s(event.reason or None), s(event.text)], bit(event.name)
         case KeyPointPruned():

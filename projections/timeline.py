@@ -58,6 +58,38 @@ class HistoryItem(msgspec.Struct, frozen=True):
     after: KeyPoint | None
 
 
+Removal = ev.KeyPointDeleted | ev.KeyPointPruned | ev.KeyPointsMerged
+"""What takes an entry out of the playbook: a deletion, a prune, a merge into another (`entry_after`)."""
+
+
+class Fate(msgspec.Struct, frozen=True):
+    """Where the lesson an entry held lives now.
+
+    `merged_into` are the entries it was merged into, in turn. `live` is the entry that holds it now (the
+    entry itself when it was never merged away), or None: then `removed` (a deletion or a prune, committed by
+    `commit`) took the last of them out of the playbook, or, without it, the entry was only ever named."""
+
+    live: str | None
+    merged_into: list[str] = []
+    removed: Removal | None = None
+    commit: TransactionCommitted | None = None
+
+
+def _ending(name: str, steps: list[tuple[Event, TransactionCommitted]]
+            ) -> tuple[bool, tuple[Removal, TransactionCommitted] | None]:
+    """(whether `name` is in the playbook after `steps`, the step that last took it out)."""
+    kp: KeyPoint | None = None
+    ending: tuple[Removal, TransactionCommitted] | None = None
+    for event, commit in steps:
+        after = entry_after(kp, event, name)
+        if after is None and kp is not None and isinstance(event, Removal):
+            ending = event, commit
+        elif after is not None:
+            ending = None
+        kp = after
+    return kp is not None, ending
+
+
 # --- one transaction ---------------------------------------------------------------------------
 
 
@@ -289,6 +321,27 @@ class Timeline:
         if not items:
             raise TimelineError(f"no entry {name!r} in the log", named=name)
         return items
+
+    def fate(self, name: str, items: list[HistoryItem]) -> Fate:
+        """Where the lesson of entry `name` (whose `history` is `items`) lives now: each merge that took it
+        followed forward to the entry holding it, or to the deletion or prune that removed it."""
+        steps = [(item.event, item.commit) for item in items if item.entry == name]
+        current = name
+        merged_into: list[str] = []
+        while True:
+            alive, ending = _ending(current, steps)
+            if alive:
+                return Fate(live=current, merged_into=merged_into)
+            if ending is None:
+                return Fate(live=None, merged_into=merged_into)
+            event, commit = ending
+            if not isinstance(event, ev.KeyPointsMerged) or event.name == name or event.name in merged_into:
+                return Fate(live=None, merged_into=merged_into, removed=event, commit=commit)
+            current = event.name
+            merged_into.append(current)
+            steps = [(e, transaction.commit)
+                     for transaction in mentioning(self.path, current, follow=False).get(current, ())
+                     for e in transaction.events if not isinstance(e, UnknownRecord) and mentions(e, current)]
 
     def _history(self, name: str, until: int | None, seen: set[str],
                  mentioning: dict[str, list[Transaction]]) -> list[HistoryItem]:

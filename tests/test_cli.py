@@ -468,6 +468,28 @@ def test_history_json_and_kinds(run, demo):
     assert "skipped operation aimed at it: unknown_id" in run("history", "nope-9").out
 
 
+def test_the_first_line_of_a_history_says_where_the_lesson_lives_now(run, demo):
+    def first(name: str) -> str:
+        """The history's first line, with the lines it wraps onto."""
+        result = run("history", name)
+        assert result.code == 0
+        lines = result.out.splitlines()
+        now = next(at for at, line in enumerate(lines) if line.startswith("now"))
+        return " ".join([lines[0], *(line.strip() for line in lines[1:now])])
+
+    assert first("kpt_001") == "history of kpt_001: in the playbook now"
+    assert first("pat-001") == "history of pat-001: lives on as pat-003 (merged into pat-003)"
+    assert first("pref-001").startswith(f"history of pref-001: deleted (the user writes US English) by "
+                                        f"hook:SessionEnd in tx {demo['s-4']}, 20")
+    assert first("mis-001").startswith(f"history of mis-001: pruned (harmful >= 3 and harmful > helpful) by "
+                                       f"hook:SessionEnd in tx {demo['s-5']}, 20")
+    assert first("nope-9") == "history of nope-9: never in the playbook, only named"
+    lives = run("history", "pat-002", "--json").json()["lives"]
+    assert (lives["live"], lives["merged_into"], lives["removed"]) == ("pat-003", ["pat-003"], None)
+    gone = run("history", "pref-001", "--json").json()["lives"]
+    assert gone["live"] is None and gone["removed"]["type"] == "KeyPointDeleted" and gone["tx"] == demo["s-4"]
+
+
 def test_history_of_an_unknown_entry(run, demo):
     result = run("history", "pat-999")
     assert result.code == 1 and result.out == ""

@@ -122,13 +122,20 @@ def test_slash_commands_show_why_remember_forget_undo_and_learn_through_the_cli(
         assert "[ctx-001] helpful=2 harmful=0 :: the API lives in server/" in command_text
         assert "log at seq" in command_text, command_text  # `playbook show`'s own footer, not the injection
 
-        # learn now: a session waiting to be learned from is learned from, through the fake reflector and curator.
-        transcript = next(config.glob(f"projects/*/{shown['session_id']}.jsonl"))
-        repo.append([RequestLearning(request="req-1", hook="SessionEnd", transcript=str(transcript),
-                                     session=shown["session_id"])],
-                    Cause(source="hook:SessionEnd", session=shown["session_id"]))
+        # learn now: the sessions waiting to be learned from. The one of only the plugin's own command has
+        # nothing to learn and is skipped before any model call; the one the user asked something in is
+        # learned, through the fake reflector and curator.
+        asked, _ = claude("Run the linter, then the tests")
+        for number, session in enumerate((shown["session_id"], asked["session_id"]), 1):
+            transcript = next(config.glob(f"projects/*/{session}.jsonl"))
+            repo.append([RequestLearning(request=f"req-{number}", hook="SessionEnd", transcript=str(transcript),
+                                         session=session)], Cause(source="hook:SessionEnd", session=session))
+        before = len(api.message_bodies())
         _, seen = claude(f"/{PLUGIN}:learn")
-        assert "req-1: completed" in seen, seen
+        assert "req-1: skipped: only the playbook's own slash commands" in seen, seen
+        assert "req-2: completed" in seen, seen
+        reflected = [b for b in api.message_bodies()[before:] if "You are the reflector" in request_texts(b)]
+        assert len(reflected) == 1 and "Run the linter, then the tests" in request_texts(reflected[0])
         assert LEARNED in {kp.text for _, kp in repo.state().entries()}
 
         # undo: a preview first (nothing written), applied once the user says yes in the same session.

@@ -59,6 +59,8 @@ EVERY_TYPE: list[list[Event | dict[str, Any]]] = [
      VersionSet(version="1.1", previous="1.0")],
     [KeyPointsMerged(section="USER PREFERENCES", name="pref-001", text="merged", sources=["pat-001", "kpt_007"],
                      helpful=3, harmful=0, missing_sources=["pat-099"], similarity=0.91, method="content-word overlap"),
+     ev.KeyPointAbsorbed(name="pref-001", text="merged", absorbed="merged, said again", similarity=0.9,
+                         method="content-word overlap"),
      KeyPointDeleted(section="OTHERS", name="oth-005", text="c", reason="outdated"),
      KeyPointPruned(section="MISTAKES TO AVOID", name="pat-002", text="b", helpful=3, harmful=4, rule=PRUNE_RULE),
      OperationSkipped(kind="operation", reason="empty_text", index=0, operation={"type": "ADD", "text": ""})],

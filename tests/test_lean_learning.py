@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from eventlog.decide import ImportLegacy
-from eventlog.events import Cause, CurationHeld, KeyPointDeleted, KeyPointMarkedStale, KeyPointsMerged
+from eventlog.events import Cause, CurationHeld, KeyPointAbsorbed, KeyPointDeleted, KeyPointMarkedStale
+from eventlog.events import KeyPointsMerged
 from eventlog.events import LearningCompleted
 from playbook.learner.bootstrap import transcripts_dir
 from playbook.learner.learn import learn_pending, request_learning
@@ -115,16 +116,19 @@ def test_a_reply_shrinking_the_text_too_much_is_held_and_a_small_tidy_up_is_not(
     assert len(repo.state().where) == 18
 
 
-def test_an_added_near_duplicate_is_merged_into_the_existing_key_point(project, tmp_path, monkeypatch):
+def test_an_added_near_duplicate_is_absorbed_into_the_existing_key_point(project, tmp_path, monkeypatch):
     repo = seed(project, 4)
     add = {"reasoning": "new lessons", "operations": [
         {"type": "ADD", "section": "MISTAKES TO AVOID", "text": "Lesson 2: check the cache module number 2 before releasing"},
         {"type": "ADD", "section": "PATTERNS & APPROACHES", "text": "Prefer pathlib for file paths"}]}
     with FakeAnthropic(models([add])) as api:
         cycle(project, api, tmp_path, 1, monkeypatch)
-    merged = events_of(project, KeyPointsMerged)
-    assert len(merged) == 1 and merged[0].sources[0] == "pat-003" and merged[0].similarity >= 0.68
-    assert merged[0].method and merged[0].text == "Lesson 2: check the cache module number 2 before release"
+    assert events_of(project, KeyPointsMerged) == []
+    absorbed = events_of(project, KeyPointAbsorbed)
+    assert [(e.name, e.absorbed) for e in absorbed] == [
+        ("pat-003", "Lesson 2: check the cache module number 2 before releasing")]
+    assert absorbed[0].method and absorbed[0].similarity >= 0.68
+    assert repo.state().get("pat-003").text == "Lesson 2: check the cache module number 2 before release"
     texts = sorted(kp.text for _s, kp in repo.state().entries())
     assert "Prefer pathlib for file paths" in texts and len(texts) == 5
 

@@ -17,6 +17,7 @@ from eventlog.decide import ApplyOperations
 from eventlog.events import Cause, KeyPointAdded, KeyPointEvaluated, LearningCompleted, LearningFailed
 from eventlog.events import LearningSkipped
 from playbook.learner.bootstrap import transcripts_dir
+from playbook.commands.cli import main
 from playbook.learner.learn import learn_pending, request_learning
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, Reply, reply_error, reply_text, request_texts
@@ -188,6 +189,31 @@ def test_no_api_key_skips_and_says_so(project, transcript, monkeypatch):
     assert outcomes[0].status == "skipped" and "no API key" in outcomes[0].detail
     skipped = [e for e in transactions(project)[-1].events if isinstance(e, LearningSkipped)]
     assert skipped and "no API key" in skipped[0].reason
+
+
+def test_a_session_of_the_plugins_own_commands_costs_no_model_call_and_a_short_preference_is_learned(
+        project, tmp_path, monkeypatch, capsys):
+    sessions = transcripts_dir(tmp_path / "project", tmp_path)  # this project's own sessions
+    sessions.mkdir(parents=True, exist_ok=True)
+    commands, preference = sessions / "commands.jsonl", sessions / "preference.jsonl"
+    shutil.copy(FIXTURES / "plugin_commands.jsonl", commands)  # /…:show, /…:why ctx-001, /…:remember "…"
+    shutil.copy(FIXTURES / "preference.jsonl", preference)  # "From now on use pathlib instead of os.path"
+    with FakeAnthropic(models()) as api:
+        use(api, monkeypatch)
+        request_learning(project, "SessionEnd", str(commands), "s-1", "other")
+        skipped = learn_pending(project)
+        assert api.message_requests() == []
+        request_learning(project, "SessionEnd", str(preference), "s-2", "other")
+        learned = learn_pending(project)
+        assert len(api.message_requests()) == 2
+    assert [(o.status, o.detail) for o in skipped] == [("skipped", "only the playbook's own slash commands")]
+    assert [o.status for o in learned] == ["completed"] and "pref-001" in texts(project)
+    recorded = [e for t in transactions(project) for e in t.events if isinstance(e, LearningSkipped)]
+    lines = len(commands.read_bytes().splitlines())
+    assert [(e.reason, e.through_line) for e in recorded] == [("only the playbook's own slash commands", lines)]
+    capsys.readouterr()
+    assert main(["--project", str(project), "log", "--type", "learning-skipped"]) == 0
+    assert f"skipped {recorded[0].request}: only the playbook's own slash commands" in capsys.readouterr().out
 
 
 @pytest.mark.slow

@@ -9,9 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from eventlog.commands import Absorb
 from eventlog.decide import ApplyOperations, Evaluate
 from eventlog.domain import PlaybookState
-from eventlog.events import BranchesMerged, Cause, KeyPointAdded, MergeConflictResolved, OperationSkipped
+from eventlog.events import BranchesMerged, Cause, KeyPointAbsorbed, KeyPointAdded, MergeConflictResolved
+from eventlog.events import OperationSkipped
+from eventlog.similarity import THRESHOLDS, method
 from eventlog.store import LogReader, fold_log
 from playbook.commands.merging import merge_driver
 from projections.merge import MergeRefused, merge_logs, write_merged
@@ -220,6 +223,31 @@ def test_a_delete_of_an_entry_merged_on_the_other_side_gives_way_to_the_merge(br
     merged = branches.merge()
     assert entries(merged) == {"pat-003": ("Both", 1, 0)}
     assert [c.conflict for c in _conflicts(merged)] == ["delete/merge"]
+
+
+ABSORB = Absorb(threshold=THRESHOLDS[method()], method=method())
+
+
+def test_an_absorption_follows_its_entry_into_a_merge_on_the_other_side(branches):
+    learn(branches.ours, {"type": "MERGE", "source_ids": ["pat-001", "pat-002"], "merged_text": "Test, then pathlib",
+                          "section": PAT})
+    again = branches.theirs.append([ApplyOperations([add("Always run the tests before you commit")], absorb=ABSORB)],
+                                   Cause(source="test"))
+    assert again is not None and [(type(e), e.name) for e in again.events] == [(KeyPointAbsorbed, "pat-001")]
+    merged = branches.merge()
+    absorbed = [e for t in transactions(merged) for e in t.events if isinstance(e, KeyPointAbsorbed)]
+    assert [(e.name, e.text) for e in absorbed] == [("pat-003", "Test, then pathlib")]
+    assert entries(merged) == {"pat-003": ("Test, then pathlib", 0, 0)}
+
+
+def test_an_absorption_into_an_entry_deleted_on_the_other_side_is_a_recorded_skip(branches):
+    learn(branches.theirs, {"type": "DELETE", "target_id": "pat-001", "reason": "CI runs them"})
+    branches.ours.append([ApplyOperations([add("Always run the tests before you commit")], absorb=ABSORB)],
+                         Cause(source="test"))
+    merged = branches.merge()
+    assert entries(merged) == {"pat-002": ("Use pathlib", 0, 0)}
+    skipped = [e for t in transactions(merged) for e in t.events if isinstance(e, OperationSkipped)]
+    assert [(e.reason, e.operation["type"]) for e in skipped] == [("unknown_id", "KeyPointAbsorbed")]
 
 
 def _flip(path: Path, at: int) -> None:

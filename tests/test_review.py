@@ -19,10 +19,10 @@ from eventlog.decide import ApplyOperations, Evaluate, ExpireProposals, ProposeO
 from eventlog.domain import PlaybookState
 from eventlog.events import (
     Cause,
+    KeyPointAbsorbed,
     KeyPointAdded,
     KeyPointEvaluated,
     KeyPointPruned,
-    KeyPointsMerged,
     ProposalAccepted,
     ProposalExpired,
     ProposalRecorded,
@@ -149,13 +149,13 @@ def test_proposals_expire_after_the_configured_age_and_it_is_recorded(tmp_path):
 # -- the playbook is the accepted proposals, whatever the order of events --------------------------
 
 TEXTS = ["alpha", "beta", "check the lock file before a release", "check the lock files before releasing"]
-"""The last two are near-duplicates: an ADD of one beside the other is merged, in review as in a direct cycle."""
+"""The last two are near-duplicates: an ADD of one beside the other is absorbed, in review as in a direct cycle."""
 LEAN = LeanSettings()
 
 
 def direct(state: PlaybookState, operations: list) -> PlaybookState:
-    """What a direct learning cycle makes of `operations` on `state` (no ratings): its guard and near-duplicate
-    merge, then the prune rule."""
+    """What a direct learning cycle makes of `operations` on `state` (no ratings): its guard, its operations
+    with near-duplicates absorbed, then the prune rule."""
     curating, held = curation_commands(state, [], operations, LEAN)
     assert held is None  # a playbook of a few short key points never collapses
     return fold(decide_all(state, [*curating, Prune()]), state)
@@ -251,8 +251,8 @@ class ReviewMachine(RuleBasedStateMachine):
         before = self.model.copy()
         if not changed:
             self.model = direct(self.model, [review.edited_operation(op, edit) if edit is not None else op])
-            if any(isinstance(e, KeyPointsMerged) and e.similarity is not None for e in decision.events):
-                event("an accepted near-duplicate merged")
+            if any(isinstance(e, KeyPointAbsorbed) for e in decision.events):
+                event("an accepted near-duplicate absorbed")
         self._accepted(decision.tx, before)
 
     @precondition(lambda self: self.pending)

@@ -1,4 +1,4 @@
-"""Review and the lean context: an accept passes the collapse guard and the near-duplicate merge of a direct
+"""Review and the lean context: an accept passes the collapse guard and the near-duplicate absorption of a direct
 cycle; with review on, a reply the guard would hold becomes proposals; SessionStart's one line."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 from eventlog.decide import ImportLegacy, ProposeOperations
-from eventlog.events import Cause, CurationHeld, KeyPointsMerged, ProposalAccepted, ProposalRecorded
+from eventlog.events import Cause, CurationHeld, KeyPointAbsorbed, KeyPointsMerged, ProposalAccepted
+from eventlog.events import ProposalRecorded
 from playbook.learner import review
 from projections.quickroads import notice_path
 from projections.repository import PlaybookRepository
@@ -81,7 +82,7 @@ def test_a_single_accept_that_would_shrink_the_playbook_too_much_is_held_and_sta
 
 
 @pytest.mark.slow
-def test_an_accepted_near_duplicate_is_merged_exactly_as_a_direct_cycle_merges_it(tmp_path, monkeypatch):
+def test_an_accepted_near_duplicate_is_absorbed_exactly_as_a_direct_cycle_absorbs_it(tmp_path, monkeypatch):
     add = {"reasoning": "new lessons", "operations": [
         {"type": "ADD", "section": "MISTAKES TO AVOID", "text": "Lesson 2: check the cache module number 2 before releasing"},
         {"type": "ADD", "section": "PATTERNS & APPROACHES", "text": "Prefer pathlib for file paths"}]}
@@ -105,8 +106,9 @@ def test_an_accepted_near_duplicate_is_merged_exactly_as_a_direct_cycle_merges_i
             assert [d.outcome for d in decisions] == ["accepted", "accepted"] and decisions[0].tx == decisions[1].tx
             accepted = decisions[0].events
             assert [type(e) for e in accepted][:1] == [ProposalAccepted]
-        merged = events_of(project, KeyPointsMerged)
-        assert len(merged) == 1 and merged[0].sources[0] == "pat-003" and merged[0].similarity >= 0.68
+        absorbed = events_of(project, KeyPointAbsorbed)
+        assert [e.name for e in absorbed] == ["pat-003"] and absorbed[0].similarity >= 0.68
+        assert events_of(project, KeyPointsMerged) == []
         results[mode] = _content(repo)
     assert results["review"] == results["direct"]
 

@@ -10,7 +10,8 @@ import msgspec
 import pytest
 
 from eventlog.errors import PlaybookError
-from playbook.learner.transcript import Message, Transcript, TranscriptError, cited_ids, read_transcript
+from playbook.learner.transcript import PLUGIN, PLUGIN_COMMANDS, Message, Transcript, TranscriptError, cited_ids
+from playbook.learner.transcript import nothing_to_learn, read_transcript
 
 FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
 
@@ -330,4 +331,62 @@ def test_message_structs_encode_as_json():
         ],
         "lines": 34,
         "broken_lines": 0,
+        "requested": True,
+        "own_commands": [],
     }
+
+
+# -- sessions with nothing to learn ------------------------------------------------------
+
+
+def test_a_session_of_only_the_plugins_own_commands_has_nothing_to_learn():
+    # Real: `/event-sourced-playbook:show`, then `:why ctx-001` and `:remember ...` resumed in the same session.
+    # Each is a command wrapper, then its text as a meta record, then the assistant's work on it.
+    transcript = read_transcript(fixture("plugin_commands.jsonl"))
+    assert transcript.messages and not transcript.requested
+    assert transcript.own_commands == ["show", "why", "remember"]
+    assert nothing_to_learn(transcript) == "only the playbook's own slash commands"
+
+
+def test_a_preference_said_in_one_line_is_a_request(tmp_path):
+    transcript = read_transcript(fixture("preference.jsonl"))  # real: "From now on use pathlib instead of os.path"
+    assert pairs(transcript)[0] == ("user", "From now on use pathlib instead of os.path")
+    assert nothing_to_learn(transcript) is None
+    both = write(tmp_path / "both.jsonl", fixture("plugin_commands.jsonl").read_bytes().rstrip(b"\n"),
+                 fixture("preference.jsonl").read_bytes().rstrip(b"\n"))
+    assert nothing_to_learn(read_transcript(both)) is None
+    for name in ("tool_use_resumed.jsonl", "interactive.jsonl", "compacted.jsonl", "subagent_parent.jsonl",
+                 "subagent_agent.jsonl", "broken.jsonl"):
+        assert nothing_to_learn(read_transcript(fixture(name))) is None, name
+
+
+def test_a_request_before_the_start_line_still_counts_and_commands_of_others_are_requests(tmp_path):
+    show = ("<command-message>event-sourced-playbook:show</command-message>\n"
+            "<command-name>/event-sourced-playbook:show</command-name>")
+    path = write(tmp_path / "t.jsonl", user("fix the parser"), assistant([{"type": "text", "text": "fixed"}]),
+                 user(show), user([{"type": "text", "text": "the playbook ..."}], isMeta=True),
+                 assistant([{"type": "text", "text": "Here it is."}]))
+    later = read_transcript(path, start_line=2)
+    assert later.requested and nothing_to_learn(later) is None
+    for command in ("/review-pr", "/other-plugin:show", "/event-sourced-playbook:unknown"):
+        other = write(tmp_path / "other.jsonl",
+                      user(f"<command-name>{command}</command-name>\n<command-args>12</command-args>"),
+                      assistant([{"type": "text", "text": "reviewed"}]))
+        assert nothing_to_learn(read_transcript(other)) is None, command
+    image = write(tmp_path / "image.jsonl", user([{"type": "image", "source": {}}]),
+                  assistant([{"type": "text", "text": "a cat"}]))
+    assert nothing_to_learn(read_transcript(image)) is None
+
+
+def test_a_session_without_a_user_turn_has_no_request(tmp_path):
+    path = write(tmp_path / "t.jsonl", user("<local-command-stdout>Compacted</local-command-stdout>"),
+                 user([{"type": "tool_result", "tool_use_id": "t1", "content": "hi"}]),
+                 assistant([{"type": "text", "text": "done"}]))
+    transcript = read_transcript(path)
+    assert transcript.messages and nothing_to_learn(transcript) == "no user request in the session"
+
+
+def test_the_plugins_name_and_commands_are_those_it_ships():
+    root = Path(__file__).resolve().parent.parent
+    assert json.loads((root / ".claude-plugin" / "plugin.json").read_text())["name"] == PLUGIN
+    assert {path.stem for path in (root / "commands").glob("*.md")} == PLUGIN_COMMANDS

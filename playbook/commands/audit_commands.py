@@ -175,11 +175,13 @@ def cmd_log(args: argparse.Namespace) -> int:
 def cmd_history(args: argparse.Namespace) -> int:
     from playbook.rendering import report
 
-    items = _timeline(args).history(args.entry)
+    timeline = _timeline(args)
+    items = timeline.history(args.entry)
+    fate = timeline.fate(args.entry, items)
     if args.json:
-        out_json(report.history_json(args.entry, items))
+        out_json(report.history_json(args.entry, items, fate))
     else:
-        out(report.history_lines(args.entry, items, stdout_style(), verbose=args.verbose))
+        out(report.history_lines(args.entry, items, stdout_style(), verbose=args.verbose, fate=fate))
     return 0
 
 

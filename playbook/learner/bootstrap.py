@@ -163,7 +163,7 @@ def estimate(sessions_: list[Session], state: PlaybookState, model: str) -> list
     from projections.prices import estimate as price
 
     from .prompting import curator_prompt, reflector_prompt
-    from .transcript import TranscriptError, cited_ids, read_transcript
+    from .transcript import TranscriptError, cited_ids, nothing_to_learn, read_transcript
 
     curator = estimate_tokens(curator_prompt({"analysis": "", "bullet_tags": []}, state))
     out = []
@@ -171,9 +171,10 @@ def estimate(sessions_: list[Session], state: PlaybookState, model: str) -> list
         if not session.new:
             continue
         try:
-            messages = read_transcript(session.path, start_line=session.learned).messages
+            transcript = read_transcript(session.path, start_line=session.learned)
         except TranscriptError:
             continue
+        messages = transcript.messages if nothing_to_learn(transcript) is None else []  # skipped, as learning skips it
         sent = estimate_tokens(reflector_prompt(messages, state, cited_ids(messages))) + curator if messages else 0
         tokens = sent + REPLY_TOKENS if messages else 0
         out.append(Estimate(session, tokens, price(model, sent, REPLY_TOKENS) if messages else 0.0))

@@ -9,9 +9,10 @@ import msgspec
 
 from eventlog import similarity
 from eventlog.collapse import DEFAULT_MAX_REMOVED_SHARE, DEFAULT_MAX_SHRINK_SHARE, HoldCuration, Limits, collapse_reason, loss
-from eventlog.decide import ApplyOperations, Command, Evaluate, MergeDuplicates, SweepStale, decide
+from eventlog.commands import Absorb
+from eventlog.decide import ApplyOperations, Command, Evaluate, SweepStale, decide
 from eventlog.domain import PlaybookState
-from eventlog.events import Cause, Event, KeyPointAdded, KeyPointUpdated
+from eventlog.events import Cause, Event
 from eventlog.evolve import fold
 from projections.config import setting_number
 from projections.injection import Injection, injection_budget, plan
@@ -80,64 +81,37 @@ def lean_settings(project: Path) -> LeanSettings:
 # --- the learner's hooks: collapse guard, near-duplicates of what the curator adds, staleness ----------
 
 
+def absorbing(settings: LeanSettings) -> Absorb:
+    """How learning absorbs the near-duplicates the curator adds: by the similarity measure in use, at the
+    project's `playbook_dedup_threshold` or that measure's own."""
+    using = similarity.method()
+    threshold = similarity.THRESHOLDS[using] if settings.dedup_threshold is None else settings.dedup_threshold
+    return Absorb(threshold=threshold, method=using)
+
+
 def curation_commands(state: PlaybookState, evaluations: Any, operations: Any,
                       settings: LeanSettings) -> tuple[list[Command], str | None]:
     """The commands that carry out a curator reply on `state`, and why it was held (None when applied).
 
     A reply that would delete or merge away, or shrink the text by, more than the settings allow is
-    held: one `HoldCuration` instead of its operations. Otherwise its operations, then a merge of each
-    key point it added into an existing near-duplicate.
+    held: one `HoldCuration` instead of its operations. Otherwise its operations, each ADD of a
+    near-duplicate absorbed into the key point it repeats.
     """
     tagged = fold(decide(state, Evaluate(evaluations)), state)
-    after_curation, held = guarded(tagged, decide(tagged, ApplyOperations(operations)), operations, settings)
+    curating = ApplyOperations(operations, absorb=absorbing(settings))
+    held = guarded(tagged, decide(tagged, curating), operations, settings)
     if held is not None:
         return [held], held.reason
-    return [ApplyOperations(operations), *after_curation], None
+    return [curating], None
 
 
 def guarded(before: PlaybookState, events: list[Event], operations: Any,
-            settings: LeanSettings) -> tuple[list[Command], HoldCuration | None]:
-    """The collapse guard and the near-duplicate merge over curator `events` decided on `before`.
-
-    Returns the `HoldCuration` to record instead of `events` when they would collapse the playbook;
-    otherwise the commands that follow them: a merge of each key point they added into an existing
-    near-duplicate (none when there is nothing to merge).
-    """
-    after = fold(events, before)
-    found = loss(before, after)
+            settings: LeanSettings) -> HoldCuration | None:
+    """The collapse guard over curator `events` decided on `before`: the `HoldCuration` to record instead of
+    them when they would collapse the playbook, else None."""
+    found = loss(before, fold(events, before))
     reason = collapse_reason(found, Limits(settings.max_removed_share, settings.max_shrink_share))
-    if reason is not None:
-        return [], HoldCuration(operations=operations, reason=reason, loss=found)
-    added = [event.name for event in events if isinstance(event, KeyPointAdded)]
-    # What the reply itself re-worded is what the curator meant it to say: not a duplicate to fold away.
-    updated = {event.name for event in events if isinstance(event, KeyPointUpdated)}
-    pairs = near_duplicates_of(after, added, settings.dedup_threshold, exclude=updated)
-    return ([MergeDuplicates(pairs=pairs, method=similarity.method())] if pairs else []), None
-
-
-def near_duplicates_of(state: PlaybookState, names: list[str], threshold: float | None = None,
-                       exclude: set[str] | frozenset[str] = frozenset()) -> list[tuple[str, str, float]]:
-    """For each of `names`, the most alike other key point (not in `exclude`) at or above the threshold:
-    (kept, new, score). The older key point is kept, with its text and name's history."""
-    using = similarity.method()
-    threshold = similarity.THRESHOLDS[using] if threshold is None else threshold
-    pairs: list[tuple[str, str, float]] = []
-    taken: set[str] = set()
-    for name in names:
-        new = state.get(name)
-        if new is None or name in taken:
-            continue
-        best: tuple[float, str] | None = None
-        for _section, kp in state.entries():
-            if kp.name == name or kp.name in taken or kp.name in names or kp.name in exclude:
-                continue
-            score = similarity.similarity(kp.text, new.text, using)
-            if score >= threshold and (best is None or score > best[0]):
-                best = (score, kp.name)
-        if best is not None:
-            pairs.append((best[1], name, best[0]))
-            taken.update((best[1], name))
-    return pairs
+    return None if reason is None else HoldCuration(operations=operations, reason=reason, loss=found)
 
 
 def duplicates_in(state: PlaybookState, threshold: float | None = None) -> list[tuple[str, str, float]]:

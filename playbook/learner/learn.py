@@ -49,7 +49,7 @@ from .retries import due, env_number, max_attempts, next_try
 from playbook.wiring.settings import Settings, load_settings, never_learn_match
 from .made_here import made_here, note
 from .transcript import Transcript, TranscriptError, cited_ids, claude_config_dir, inside_project_sessions
-from .transcript import project_sessions, read_transcript
+from .transcript import nothing_to_learn, project_sessions, read_transcript
 from .user_level import learn_preferences, split_preferences
 
 if TYPE_CHECKING:
@@ -258,6 +258,8 @@ def _ready(repo: PlaybookRepository, state: PlaybookState, pending: PendingLearn
         return _skip(repo, pending, str(exc))
     if not transcript.messages:
         return _skip(repo, pending, "nothing new in the transcript", through_line=transcript.lines)
+    if (nothing := nothing_to_learn(transcript)) is not None:
+        return _skip(repo, pending, nothing, through_line=transcript.lines)
     if state.disabled:
         return _skip(repo, pending, "the playbook is disabled in this project (playbook enable)")
     config = model_config()

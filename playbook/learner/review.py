@@ -1,11 +1,11 @@
 """Review before it counts: the proposals learning records when `playbook_review` is on, and their fate.
 
 Accepting proposals appends, in one transaction, a `ProposalAccepted` for each followed by
-exactly the events a direct learning cycle would have produced for its operation; after
-them, as after a direct cycle's operations, the near-duplicate merge of what they added
-and the prune rule. They pass the same collapse guard as a direct cycle: what it holds
-is recorded (`CurationHeld`) and the proposals stay pending. A proposal whose target
-entry changed since it was proposed is refused and the refusal recorded with its reason.
+exactly the events a direct learning cycle would have produced for its operation (an ADD of a
+near-duplicate absorbed into the key point it repeats), then the prune rule. They pass the same
+collapse guard as a direct cycle: what it holds is recorded (`CurationHeld`) and the proposals
+stay pending. A proposal whose target entry changed since it was proposed is refused and the
+refusal recorded with its reason.
 `--accept-all` accepts each learning cycle's proposals together, as that cycle would have
 applied them. Proposals older than `playbook_review_expiry_days` are expired (recorded)
 whenever they are read or decided here, and by every learning cycle.
@@ -20,6 +20,7 @@ import msgspec
 from eventlog.decide import AcceptProposal, Command, Evaluate, ExpireProposals, ProposeOperations, Prune
 from eventlog.decide import RejectProposal, decide, decide_all
 from eventlog.decide import proposal_conflict
+from eventlog.decide_operations import sparing
 from eventlog.domain import PendingProposal, PlaybookState
 from eventlog.errors import PlaybookError
 from eventlog.events import Cause, CurationHeld, Event, ProposalAccepted, ProposalRejected
@@ -27,7 +28,7 @@ from eventlog.evolve import fold
 from eventlog.storage import utc_now
 from projections.repository import PlaybookRepository
 
-from .lean import guarded, lean_settings
+from .lean import absorbing, guarded, lean_settings
 from playbook.wiring.settings import load_settings
 
 Outcome = Literal["accepted", "refused", "held", "rejected"]
@@ -148,17 +149,21 @@ def edited_operation(operation: Any, text: str) -> dict[str, Any]:
 def _accept(repo: PlaybookRepository, wanted: list[tuple[PendingProposal, dict[str, Any] | None]], cause: Cause) -> list[Decision]:
     """Accept `wanted` (proposal, edited operation or None) together, as one direct cycle's reply."""
     settings = lean_settings(repo.claude_dir.parent)
+    # The accepted operations together are the reply a direct cycle would have applied: none of them adds
+    # into an entry another of them changes.
+    absorb = sparing(absorbing(settings), [edited if edited is not None else p.operation for p, edited in wanted])
 
     def decider(fresh: PlaybookState) -> list[Event]:
-        accepting = decide_all(fresh, [AcceptProposal(proposal=p.proposal, edited=edited) for p, edited in wanted])
+        accepting = decide_all(fresh, [AcceptProposal(proposal=p.proposal, edited=edited, absorb=absorb)
+                                       for p, edited in wanted])
         operations = [edited if edited is not None else p.operation for p, edited in wanted
                       if any(isinstance(e, ProposalAccepted) and e.proposal == p.proposal for e in accepting)]
-        following, held = guarded(fresh, accepting, operations, settings)
+        held = guarded(fresh, accepting, operations, settings)
         if held is not None:
             # Held as a direct cycle's reply would be; the refusals stand, the rest stay pending.
             refusals: list[Event] = [e for e in accepting if isinstance(e, ProposalRejected)]
             return refusals + decide(fold(refusals, fresh), held)
-        return accepting + decide_all(fold(accepting, fresh), [*following, Prune()])
+        return accepting + decide(fold(accepting, fresh), Prune())
 
     committed = repo.append(decider, cause)
     events = [] if committed is None else list(committed.events)

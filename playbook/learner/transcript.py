@@ -17,6 +17,10 @@ Reading never fails on the content of a line: a line that is not a JSON object
 (truncated, binary junk, empty, too long, too deeply nested) is counted in
 `broken_lines` and skipped. Only a path that cannot be read raises TranscriptError.
 
+`requested` says whether the session, from its first line, holds a user request: a prompt,
+or a slash command other than the plugin's own (`own_commands`, which the plugin carries
+out itself: a session of only those has nothing to learn).
+
 `lines` is where the next read should start (`start_line`): the number of
 complete lines read. A last line without its newline that does not parse yet is
 not counted: Claude Code may be in the middle of appending it.
@@ -38,12 +42,19 @@ import msgspec
 
 from eventlog.domain import SECTION_SLUGS
 from eventlog.errors import PlaybookError
+from eventlog.values import NothingToLearn
 from projections.quickroads import project_slug
 
 from .condense import CONDENSED, Caps, Reading, tool_result, tool_use
 
-__all__ = ["Message", "Transcript", "TranscriptError", "cited_ids", "claude_config_dir", "inside_project_sessions",
-           "project_sessions", "project_slugs", "read_transcript", "without_private"]
+__all__ = ["Message", "PLUGIN", "PLUGIN_COMMANDS", "Transcript", "TranscriptError", "cited_ids", "claude_config_dir",
+           "inside_project_sessions", "nothing_to_learn", "project_sessions", "project_slugs", "read_transcript",
+           "without_private"]
+
+PLUGIN = "event-sourced-playbook"
+"""The plugin's name (`.claude-plugin/plugin.json`): Claude Code names its commands `/PLUGIN:NAME`."""
+PLUGIN_COMMANDS = frozenset({"forget", "learn", "remember", "show", "undo", "why"})
+"""The plugin's own slash commands (`commands/*.md`)."""
 
 
 # user text that Claude Code writes around local slash commands (/compact, /clear, ...)
@@ -56,6 +67,7 @@ _WRAPPER_PREFIXES = (
     "<local-command-caveat>",
 )
 
+_COMMAND_NAME = re.compile(r"<command-name>\s*/?([^<\s]+)\s*</command-name>")
 _ID = re.compile(r"(?:" + "|".join(map(re.escape, SECTION_SLUGS.values())) + r")-\d+|kpt_\d+")
 _BRACKET = re.compile(r"\[([^\[\]\n]{1,300})\]")
 _PRIVATE = re.compile(r"<private\s*>.*?(?:</private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
@@ -75,6 +87,11 @@ class Transcript(msgspec.Struct, frozen=True):
     messages: list[Message]
     lines: int
     broken_lines: int
+    requested: bool = False
+    """A user turn of the session, from its first line, asks something of the assistant."""
+    own_commands: list[str] = []
+    """The plugin's own commands (`show`, `why`, ...) the session ran before its first request (all of them when
+    it has none), in order, each once."""
 
 
 class _Broken(Exception):
@@ -199,18 +216,58 @@ def _is_conversation(record: dict[str, Any]) -> bool:
     return record.get("type") in ("user", "assistant")
 
 
-def _message(record: dict[str, Any], subagent: bool, reading: Reading) -> Message | None:
-    """The record's message, or None when it is not conversation. Raises _Broken."""
-    if not _is_conversation(record):
-        return None
+def _shown(record: dict[str, Any], subagent: bool) -> bool:
+    """Whether a conversation record is part of the conversation the models see."""
     if record.get("isSidechain") is True and not subagent:
-        return None
-    if (
+        return False
+    return not (
         record.get("isMeta") is True
         or record.get("isCompactSummary") is True
         or record.get("isVisibleInTranscriptOnly") is True
         or record.get("isApiErrorMessage") is True
-    ):
+    )
+
+
+def _own_command(text: str) -> str | None:
+    """The plugin command a command wrapper runs (`show`), or None for any other command."""
+    found = _COMMAND_NAME.search(text)
+    plugin, colon, name = found.group(1).partition(":") if found else ("", "", "")
+    return name if colon and plugin == PLUGIN and name in PLUGIN_COMMANDS else None
+
+
+def _turn(record: dict[str, Any], subagent: bool) -> tuple[bool, list[str]]:
+    """(whether a user record asks something of the assistant, the plugin's own commands it runs).
+
+    A prompt, an image or a document asks; so does a slash command other than the plugin's own, which
+    may expand into a prompt. Tool results, the output of local commands and meta records do not."""
+    if record.get("type") != "user" or not _shown(record, subagent):
+        return False, []
+    message = record.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    texts: list[str] = []
+    if isinstance(content, str):
+        texts.append(content)
+    elif isinstance(content, list):
+        for kind, text, _block in _blocks(content):
+            if kind in ("image", "document"):
+                return True, []
+            if text is not None:
+                texts.append(text)
+    own: list[str] = []
+    for text in texts:
+        if not _is_wrapper(text):
+            if without_private(text).strip():
+                return True, []
+        elif (command := _own_command(text)) is not None:
+            own.append(command)
+        elif _COMMAND_NAME.search(text):
+            return True, []
+    return False, own
+
+
+def _message(record: dict[str, Any], subagent: bool, reading: Reading) -> Message | None:
+    """The record's message, or None when it is not conversation. Raises _Broken."""
+    if not _is_conversation(record) or not _shown(record, subagent):
         return None
     message = record.get("message")
     if not isinstance(message, dict):
@@ -264,15 +321,22 @@ class _Conversation:
         self.messages: list[Message] = []
         self.count = 0
         self.broken = 0
+        self.requested = False
+        self.own_commands: dict[str, None] = {}
 
     def _notice(self, record: dict[str, Any]) -> None:
         if self.subagent is None and _is_conversation(record):
             self.subagent = record.get("isSidechain") is True
+        if not self.requested:
+            asks, own = _turn(record, bool(self.subagent))
+            self.requested = asks
+            self.own_commands.update(dict.fromkeys(own))
 
     def skip(self, line: bytes | None) -> None:
-        """A line before `start_line`: counted, and read only to learn whether the transcript is a subagent's."""
+        """A line before `start_line`: counted, and read only while it is not yet known whether the transcript
+        is a subagent's and whether the session asked anything."""
         self.count += 1
-        if self.subagent is None and line is not None:
+        if (self.subagent is None or not self.requested) and line is not None:
             try:
                 record = _decode(line)
             except _Broken:
@@ -364,7 +428,16 @@ def read_transcript(path: str | os.PathLike[str], start_line: int = 0, max_line_
                     break
     except OSError as exc:
         raise TranscriptError(f"cannot read transcript {path}: {exc.strerror or type(exc).__name__}") from exc
-    return Transcript(messages=found.messages, lines=found.count, broken_lines=found.broken)
+    return Transcript(messages=found.messages, lines=found.count, broken_lines=found.broken,
+                      requested=found.requested, own_commands=list(found.own_commands))
+
+
+def nothing_to_learn(transcript: Transcript) -> NothingToLearn | None:
+    """Why `transcript` holds nothing a learning cycle could learn from, or None when it may: a session that
+    asked nothing of the assistant but the plugin's own commands, which the plugin carries out itself."""
+    if transcript.requested:
+        return None
+    return "only the playbook's own slash commands" if transcript.own_commands else "no user request in the session"
 
 
 def cited_ids(messages: Iterable[Message]) -> list[str]:

@@ -19,6 +19,7 @@ from eventlog.store import Committed
 from projections.injection import PREFERENCES
 
 from playbook.wiring.project import repository, user_repository
+from .lean import absorbing, lean_settings
 from playbook.wiring.settings import load_settings
 
 
@@ -38,6 +39,8 @@ def split_preferences(operations: Any, project: Path) -> tuple[list[dict[str, An
 
 def learn_preferences(preferences: list[dict[str, Any]], cause: Cause, project: Path) -> Committed | None:
     """Append `preferences` (ADD operations) to the user-level playbook as one transaction with the learning
-    cycle's cause; a text it already holds is skipped and recorded, so a cycle run again adds nothing twice."""
+    cycle's cause; a text it already holds is skipped and recorded, so a cycle run again adds nothing twice, and
+    a near-duplicate of one it holds is absorbed into it, as in the project's playbook."""
     note = f"user preferences learned in {project}"
-    return user_repository().append([ApplyOperations(preferences)], msgspec.structs.replace(cause, note=note))
+    return user_repository().append([ApplyOperations(preferences, absorb=absorbing(lean_settings(project)))],
+                                    msgspec.structs.replace(cause, note=note))

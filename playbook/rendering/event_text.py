@@ -65,6 +65,11 @@ def _merged(e: ev.KeyPointsMerged) -> Parts:
     return "*", "merged", detail, "cyan"
 
 
+def _absorbed(e: ev.KeyPointAbsorbed) -> Parts:
+    return ("*", "absorbed", f"{clean(e.name)}  {quote(e.absorbed)}  (a near-duplicate of {quote(e.text)}: "
+            f"similarity {e.similarity:.2f} by {clean(e.method)})", "cyan")
+
+
 def _deleted(e: ev.KeyPointDeleted) -> Parts:
     reason = f"  ({clean(e.reason)})" if e.reason else ""
     return "-", "deleted", f"{clean(e.name)}{reason}  {quote(e.text)}", "red"
@@ -239,7 +244,8 @@ def _unknown(e: ev.UnknownRecord) -> Parts:
 
 PARTS: dict[type, Callable[[Any], Parts]] = {
     ev.KeyPointAdded: _added, ev.KeyPointImported: _imported, ev.PlaybookImported: _playbook_imported,
-    ev.KeyPointUpdated: _updated, ev.KeyPointsMerged: _merged, ev.KeyPointDeleted: _deleted,
+    ev.KeyPointUpdated: _updated, ev.KeyPointsMerged: _merged, ev.KeyPointAbsorbed: _absorbed,
+    ev.KeyPointDeleted: _deleted,
     ev.KeyPointEvaluated: _evaluated, ev.KeyPointPruned: _pruned, ev.KeyPointMoved: _moved,
     ev.CountersSet: _counters_set, ev.SectionReordered: _reordered, ev.VersionSet: _version,
     ev.OperationSkipped: _skipped, ev.TailRepaired: _repaired, ev.SnapshotSetAside: _set_aside, ev.HistoryRewritten: _rewritten,
@@ -300,6 +306,11 @@ def _h_merged(e: ev.KeyPointsMerged, name: str, session: str | None) -> Kind:
     return "merged_into", f"merged into {clean(e.name)}"
 
 
+def _h_absorbed(e: ev.KeyPointAbsorbed, name: str, session: str | None) -> Kind:
+    how = f" (by {clean(e.origin)})" if e.origin not in ("operation", "new_key_point") else ""
+    return "absorbed", f"absorbed a near-duplicate{how}, similarity {e.similarity:.2f}: {quote(e.absorbed)}"
+
+
 def _h_deleted(e: ev.KeyPointDeleted, name: str, session: str | None) -> Kind:
     return "deleted", f"deleted ({clean(e.reason)})" if e.reason else "deleted"
 
@@ -329,7 +340,8 @@ def _h_cited(e: ev.LearningCompleted, name: str, session: str | None) -> Kind:
 HISTORY: dict[type, Callable[[Any, str, str | None], Kind]] = {
     ev.KeyPointAdded: _h_added, ev.KeyPointImported: _h_imported, ev.KeyPointUpdated: _h_updated,
     ev.KeyPointEvaluated: _h_evaluated, ev.CountersSet: _h_counters, ev.KeyPointMoved: _h_moved,
-    ev.KeyPointsMerged: _h_merged, ev.KeyPointDeleted: _h_deleted, ev.KeyPointPruned: _h_pruned,
+    ev.KeyPointsMerged: _h_merged, ev.KeyPointAbsorbed: _h_absorbed, ev.KeyPointDeleted: _h_deleted,
+    ev.KeyPointPruned: _h_pruned,
     ev.OperationSkipped: _h_skipped, ev.LearningCompleted: _h_cited, ev.KeyPointMarkedStale: _h_stale,
     ev.MergeConflictResolved: _h_conflict,
 }

@@ -11,14 +11,14 @@ written as `\\uXXXX` escapes.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, assert_never
 
 import msgspec
 
 from eventlog import events as ev
 from eventlog.domain import SECTION_SLUGS, PlaybookState
 from eventlog.registry import tag_of
-from projections.timeline import HistoryItem
+from projections.timeline import Fate, HistoryItem, Removal
 
 from playbook.commands.audit import PointState, Selected
 from .event_text import describe_operation, event_parts
@@ -225,14 +225,45 @@ def _now(items: list[HistoryItem], name: str) -> tuple[str | None, Any]:
     return section, after
 
 
-def history_lines(name: str, items: list[HistoryItem], style: Style, verbose: bool = False) -> list[str]:
+def _removal(event: Removal) -> str:
+    match event:
+        case ev.KeyPointDeleted(reason=reason):
+            return f"deleted ({clean(reason)})" if reason else "deleted"
+        case ev.KeyPointPruned(rule=rule):
+            return f"pruned ({clean(rule)})"
+        case ev.KeyPointsMerged(name=into):
+            return f"merged into {clean(into)}"
+        case _:
+            assert_never(event)
+
+
+def fate_text(fate: Fate) -> str:
+    """Where an entry's lesson lives now, in words: the first thing its history says."""
+    names = [clean(name) for name in fate.merged_into]
+    if len(names) > 3:  # a lesson merged again in session after session: where it went first, and where last
+        names = [names[0], f"{len(names) - 2} more", names[-1]]
+    merged = "merged into " + ", then ".join(names)
+    if fate.live is not None:
+        return f"lives on as {clean(fate.live)} ({merged})" if fate.merged_into else "in the playbook now"
+    if fate.removed is None or fate.commit is None:
+        return f"{merged}, no longer in the playbook" if fate.merged_into else "never in the playbook, only named"
+    commit = fate.commit
+    return (f"{merged + ', then ' if fate.merged_into else ''}{_removal(fate.removed)} by "
+            f"{clean(commit.source)} in tx {clean(commit.tx)}, {when(commit.at)} UTC")
+
+
+def history_lines(name: str, items: list[HistoryItem], style: Style, verbose: bool = False,
+                  fate: Fate | None = None) -> list[str]:
     section, after = _now(items, name)
-    lines = [style.paint(f"history of {clean(name)}", "bold") + "  (counters: helpful/harmful after each change)"]
+    head = f"history of {clean(name)}"
+    first, *more = wrap("", head + (f": {fate_text(fate)}" if fate is not None else ""), style.width, indent=4)
+    lines = [style.paint(head, "bold") + first[len(head):] if first.startswith(head) else first, *more]
     if after is not None:
         now = f"now in {clean(section or '?')}: helpful={after.helpful} harmful={after.harmful} :: {clean(shown(after.text))}"
         lines += wrap("", now, style.width, indent=4) if verbose else [fit(now, style.width)]
     else:
         lines.append("now: not in the playbook")
+    lines.append(style.paint("(counters: helpful/harmful after each change)", "dim"))
     width = min(max(cells(clean(i.entry)) for i in items), 16)
     previous_tx = None
     columns: dict[str, tuple[str, str]] = {}  # an entry's column, plain and as printed: a few entries, many items
@@ -265,10 +296,16 @@ def history_lines(name: str, items: list[HistoryItem], style: Style, verbose: bo
     return lines
 
 
-def history_json(name: str, items: list[HistoryItem]) -> dict[str, Any]:
+def history_json(name: str, items: list[HistoryItem], fate: Fate | None = None) -> dict[str, Any]:
     section, after = _now(items, name)
     return {
         "entry": name,
+        **({} if fate is None else {"lives": {
+            "live": fate.live, "merged_into": fate.merged_into, "text": fate_text(fate),
+            "removed": None if fate.removed is None else event_json(fate.removed),
+            "tx": fate.commit.tx if fate.commit is not None else None,
+            "at": fate.commit.at if fate.commit is not None else None,
+            "source": fate.commit.source if fate.commit is not None else None}}),
         "now": None if after is None else {"name": after.name, "section": section, "text": after.text,
                                            "helpful": after.helpful, "harmful": after.harmful},
         "items": [

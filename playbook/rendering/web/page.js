@@ -94,6 +94,7 @@
       case 'c': return {k: 'c', name: s(o[1]), h: o[2], x: o[3]};
       case 'v': return {k: 'v', name: s(o[1]), section: o[2]};
       case 'r': return {k: 'r', section: o[1], names: o[2].map(s)};
+      case 'b': return {k: 'b', name: s(o[1]), text: s(o[2]), similarity: o[3]};
       default: return {k: 'x', type: s(o[1]), name: s(o[2]), detail: s(o[3])};
     }
   }
@@ -164,7 +165,7 @@
 
   function opLine(o, n) {
     const li = el('li', 'op-' + o.k);
-    const sym = {a: '+', i: '+', m: '+', d: '\u2212', p: '\u2212', u: '~', v: '\u2192', e: '=', c: '#', r: '\u2195'}[o.k] || '\u00b7';
+    const sym = {a: '+', i: '+', m: '+', b: '*', d: '\u2212', p: '\u2212', u: '~', v: '\u2192', e: '=', c: '#', r: '\u2195'}[o.k] || '\u00b7';
     li.append(el('span', 'sym', sym));
     switch (o.k) {
       case 'a': case 'i': add(li, [o.k === 'a' ? 'added ' : 'imported ', kpLink(o.name), ' in ', SECTIONS[o.section], ' ', quote(o.text, n)]); break;
@@ -176,6 +177,7 @@
       case 'c': add(li, ['counters of ', kpLink(o.name), ' set', counters(o.h, o.x)]); break;
       case 'v': add(li, ['moved ', kpLink(o.name), ' to ' + SECTIONS[o.section]]); break;
       case 'r': add(li, ['re-ordered ' + SECTIONS[o.section]]); break;
+      case 'b': add(li, ['absorbed a near-duplicate into ', kpLink(o.name), ' ', quote(o.text, n)]); break;
       default: add(li, [o.type, o.name ? [' ', kpLink(o.name)] : '', o.detail ? ' (' + short(o.detail, n) + ')' : '']);
     }
     return li;
@@ -447,6 +449,7 @@
         case 'e': add(what, [who, 'rated ' + o.rating, counters(o.h, o.x), o.rationale ? '\u2014 ' + o.rationale : '']); break;
         case 'c': add(what, [who, 'counters set', counters(o.h, o.x)]); break;
         case 'v': add(what, [who, 'moved to ' + SECTIONS[o.section]]); break;
+        case 'b': add(what, [who, 'absorbed a near-duplicate (similarity ' + o.similarity.toFixed(2) + ') ', quote(o.text)]); break;
         default: add(what, [who, o.type, o.detail ? ' (' + o.detail + ')' : '']);
       }
       li.append(what);
