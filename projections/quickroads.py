@@ -9,13 +9,17 @@ wiring) imports the same rules from here, so there is one copy of each.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
+import sys
+import time
 
 try:  # the C half of `json`, without the rest: `import json` brings in `re` and `enum`, tens of ms
-    from _json import scanstring
+    from _json import encode_basestring_ascii, scanstring
 except ImportError:  # pragma: no cover - an interpreter without the accelerator
     from json.decoder import scanstring  # type: ignore[attr-defined,no-redef]
+    from json.encoder import encode_basestring_ascii
 
 LOG_NAME = "playbook.events.jsonl"
 SNAPSHOT_NAME = "playbook.json"
@@ -23,6 +27,8 @@ INJECTION_NAME = "playbook.hook.json"
 RECALL_NAME = "playbook.recall.json"
 SETTINGS_NAME = "playbook.settings.json"
 NOTICE_NAME = "playbook.notice"
+LEARN_LOG_NAME = "playbook.learn.log"
+"""What background learners print, and every learning failure a hook met before a learner could record it."""
 SHOW_NAME = "playbook.show.txt"
 CHECKPOINT_DIR = "playbook.checkpoints"
 LOG_BLOCK = b'\n  "log": {\n    "offset": '
@@ -59,6 +65,18 @@ NO_BACKEND = ("no API key (AGENTIC_CONTEXT_API_KEY, ANTHROPIC_AUTH_TOKEN or ANTH
 """Why learning cannot reach a model, as the notice says it."""
 ALL_OFF = "learning is off: every playbook_update_on_* setting is false"
 """Why learning does not run when every switch is off, as the notice says it."""
+DOCTOR = "`playbook doctor` checks every part"
+"""How every notice ends: the one command that tells what is wrong and how to fix it."""
+DISABLED = "the playbook is disabled in this project: nothing is injected or learned (`playbook enable` turns it on)"
+LEARNING_LINES = {
+    "disabled": f"playbook: {DISABLED}",
+    "all-off": f"playbook: {ALL_OFF} (to learn, set one to true in playbook.settings.json or unset its "
+               f"PLAYBOOK_UPDATE_ON_* variable; {DOCTOR})",
+    "no-backend": f"playbook: learning cannot run: {NO_BACKEND}; fix: set ANTHROPIC_API_KEY, or install Claude "
+                  f"Code's CLI and log in ({DOCTOR})",
+}
+"""The notice's line for each cause that keeps learning from running at all (`playbook.wiring.notice.learning_cause`
+decides which holds; the quiet learning hook checks the notice against the same lines)."""
 PLAYBOOK_FILES = ((LOG_NAME, stat.S_ISREG), (SNAPSHOT_NAME, stat.S_ISREG), (INJECTION_NAME, stat.S_ISREG),
                   (RECALL_NAME, stat.S_ISREG), (CHECKPOINT_DIR, stat.S_ISDIR))
 """The playbook's own names in `.claude` and the kind each must be: anything else there is not ours to use."""
@@ -270,6 +288,12 @@ def read_small(path: str) -> bytes | None:
         return handle.read(4096)
 
 
+def json_quote(text: str) -> str:
+    """`text` as a JSON string, in ASCII."""
+    quoted: str = encode_basestring_ascii(text)
+    return quoted
+
+
 def json_string(text: str) -> str:
     """The JSON string that is the whole of `text`."""
     if not text.startswith('"'):
@@ -332,3 +356,166 @@ def top_level_strings(text: str) -> dict[str, str]:
             found[key] = value
         else:
             at = _skip(text, at)
+
+
+# --- the notice: why a hook cannot do its job, one line a session start, each cause once a day ----------------
+
+NOTICE_CAUSES = ("environment", "storage", "hook", "notice", "disabled", "all-off", "no-backend", "failing", "budget")
+"""Every cause a notice names, in the order session starts tell them: the hooks' Python cannot load the playbook, a
+file cannot be written (disk full, permissions), a hook failed otherwise, a notice of an older version (one line, no
+cause), learning switched off or without a model, learning failing again and again, the day's token budget spent."""
+HOOK_CAUSES = ("environment", "hook", "notice")
+"""What a hook that ran in full settles: its Python loads the playbook, and it did not fail."""
+MAX_NOTICE_LINE = 600
+"""The longest line a notice keeps of a cause (an error's text can be long): the notice stays one small file."""
+
+
+def notice_path(project: str | os.PathLike[str]) -> str:
+    """Where the notice of `project` is kept; every read and write of it, and of the days it was shown
+    (`<notice>.shown`), finds it here."""
+    return os.path.join(project, ".claude", NOTICE_NAME)
+
+
+def _cause_order(cause: str) -> int:
+    return NOTICE_CAUSES.index(cause) if cause in NOTICE_CAUSES else len(NOTICE_CAUSES)
+
+
+def read_notice(project: str | os.PathLike[str]) -> dict[str, tuple[str, str]]:
+    """The causes the notice of `project` holds, in the order they are told: each with the last UTC day it holds
+    (`-`: until it is settled) and its line.
+
+    A line of the notice is `CAUSE UNTIL "JSON string"`; a lone JSON string is an older version's notice (cause
+    `notice`). Anything else is no notice at all: a file shaped to add members to the hook's output is never one."""
+    data = read_small(notice_path(project))
+    found: dict[str, tuple[str, str]] = {}
+    for raw in (data or b"").decode("utf-8", "replace").splitlines():
+        raw = raw.strip()
+        try:
+            if raw.startswith('"'):
+                cause, until, line = "notice", "-", json_string(raw)
+            else:
+                cause, until, quoted = raw.split(" ", 2)
+                line = json_string(quoted)
+        except ValueError:
+            continue
+        if cause.replace("-", "").isalpha() and cause.islower() and cause not in found and line:
+            found[cause] = (until, line)
+    return dict(sorted(found.items(), key=lambda item: _cause_order(item[0])))
+
+
+def change_notice(project: str | os.PathLike[str], changes: dict[str, tuple[str, str] | None],
+                  mode: int = 0o600) -> bool:
+    """Set each cause in `changes` to its (until, line), or settle it (None), keeping the others. The file is
+    written only when that changes it, and removed once no cause is left; True when it was. Never through a
+    link, nor in a `.claude` that leads out of the project. OSError when it cannot be written."""
+    if claude_outside(project) is not None:
+        return False
+    before = read_notice(project)
+    after = dict(before)
+    for cause, value in changes.items():
+        if value is None:
+            after.pop(cause, None)
+        else:
+            after[cause] = (value[0], " ".join(value[1].split())[:MAX_NOTICE_LINE])
+    if after == before:
+        return False
+    path = notice_path(project)
+    if not after:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            return False
+        return True
+    ordered = sorted(after.items(), key=lambda item: _cause_order(item[0]))
+    data = "".join(f"{cause} {until} {json_quote(line)}\n" for cause, (until, line) in ordered)
+    temporary = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data.encode("ascii"))
+    os.replace(temporary, path)
+    return True
+
+
+def due_notice(project: str | os.PathLike[str], today: str) -> tuple[str, str] | None:
+    """The first cause of the notice that holds `today` (a UTC day, `YYYY-MM-DD`) and was not shown on it, with its
+    line; None when there is none. With no notice this is one failed open."""
+    causes = read_notice(project)
+    if not causes:
+        return None
+    shown = (read_small(notice_path(project) + ".shown") or b"").decode("utf-8", "replace").split("\n")
+    told = {line.partition(" ")[2].strip() for line in shown if line.startswith(today)}
+    if "" in told:  # an older version's mark: its one notice was shown that day
+        return None
+    for cause, (until, line) in causes.items():
+        if (until == "-" or until >= today) and cause not in told:
+            return cause, line
+    return None
+
+
+def mark_shown(project: str | os.PathLike[str], cause: str, today: str) -> bool:
+    """Note that `cause` was shown `today`, keeping what else was shown today; False when it cannot be noted (a
+    link, a FIFO, a read-only directory): a notice that cannot be marked is not shown, or it would be at every
+    session start."""
+    path = notice_path(project) + ".shown"
+    kept = [line for line in (read_small(path) or b"").decode("utf-8", "replace").split("\n")
+            if line.startswith(today + " ") and line.split(" ", 1)[1] != cause]
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return False
+            handle.write("".join(line + "\n" for line in [*kept, f"{today} {cause}"]).encode("utf-8"))
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def environment_line(error: str) -> str:
+    """The notice's line when this interpreter, a hook's, cannot load the playbook's package or a dependency: with
+    the fix for how it was chosen (PLAYBOOK_PYTHON, the plugin's own environment, or installed hooks)."""
+    python = sys.executable or "python3"
+    venv = os.path.dirname(os.path.dirname(python))
+    chosen = os.environ.get("PLAYBOOK_PYTHON")
+    data = os.environ.get("CLAUDE_PLUGIN_DATA")
+    if chosen:
+        fix = f"install the playbook into PLAYBOOK_PYTHON ({chosen}), or unset PLAYBOOK_PYTHON"
+    elif data and venv == os.path.join(data, "venv"):
+        fix = f"remove {venv} and start a new session: the plugin sets its environment up again"
+    else:
+        fix = ("reinstall the playbook for it (uv tool install --reinstall, pipx reinstall, or pip install in its "
+               "environment), then `playbook install` again")
+    return (f"playbook: the hooks' Python ({python}) cannot load the playbook ({error}): nothing is learned or "
+            f"brought up to date; fix: {fix} ({DOCTOR})")
+
+
+def storage_line(message: str, number: int | None) -> str:
+    """The notice's line when a hook or the learner cannot write the playbook's files: `message` says which and
+    why, `number` is the system's error number when known."""
+    if number in (errno.ENOSPC, errno.EDQUOT) or "No space left" in message or "quota" in message.lower():
+        fix = "free some disk space"
+    elif number in (errno.EACCES, errno.EPERM, errno.EROFS) or "ermission denied" in message \
+            or "Read-only file system" in message:
+        fix = "make .claude and the playbook's files in it yours and writable (ls -l .claude)"
+    else:
+        fix = "see what the system said above"
+    return (f"playbook: {message}: the playbook is not updated and sessions are not learned from; fix: {fix} "
+            f"({DOCTOR})")
+
+
+def hook_line(event: str, error: str) -> str:
+    """The notice's line when a hook failed for another reason than the ones above."""
+    return f"playbook: the {event} hook failed: {error} ({DOCTOR})"
+
+
+def note_learning(project: str | os.PathLike[str], line: str) -> None:
+    """Append `line`, with the time, to the project's learn log: where every learning failure is kept that a
+    hook met before any learner could record it in the log. Never through a link or out of the project, never
+    creating `.claude`; OSError when it cannot be written."""
+    if claude_outside(project) is not None:
+        raise OSError(errno.EXDEV, "the project's .claude leads out of it")
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
+    fd = os.open(os.path.join(project, ".claude", LEARN_LOG_NAME),
+                 os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
+    with os.fdopen(fd, "ab") as handle:
+        if stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            handle.write(f"{stamp} UTC {' '.join(line.split())}\n".encode("utf-8", "backslashreplace"))

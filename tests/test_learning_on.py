@@ -140,7 +140,9 @@ def test_session_start_says_once_a_day_why_learning_cannot_run(project, transcri
     hook("SessionEnd", project, transcript, PLAYBOOK_CLAUDE="")  # no key, no CLI
     first = session_start(project)
     assert json.loads(first) == {"systemMessage": "playbook: learning cannot run: no API key (AGENTIC_CONTEXT_API_KEY, "
-                                 "ANTHROPIC_AUTH_TOKEN or ANTHROPIC_API_KEY) and no Claude Code CLI (claude) found"}
+                                 "ANTHROPIC_AUTH_TOKEN or ANTHROPIC_API_KEY) and no Claude Code CLI (claude) found; "
+                                 "fix: set ANTHROPIC_API_KEY, or install Claude Code's CLI and log in (`playbook "
+                                 "doctor` checks every part)"}
     assert session_start(project) == b""  # shown today already
     (project / ".claude" / "playbook.notice.shown").write_text("2000-01-01\n")
     assert b"learning cannot run" in session_start(project)  # another day

@@ -13,8 +13,9 @@ import time
 
 # The package's root, beside this file, for the quick roads' contract: absolute, never the current directory.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from projections.quickroads import (INJECTION_NAME, LOG_NAME, MAX_PROJECTION_BYTES, NOTICE_NAME,  # noqa: E402
-                                    SNAPSHOT_NAME, claude_outside, current_body, read_small, user_dir)
+from projections.quickroads import (INJECTION_NAME, LOG_NAME, MAX_PROJECTION_BYTES, SNAPSHOT_NAME,  # noqa: E402
+                                    change_notice, claude_outside, current_body, due_notice, environment_line,
+                                    hook_line, json_quote, mark_shown, storage_line, user_dir)
 
 
 def _fast(claude_dir: str, user_level: bool = False) -> "bytes | None":  # a string: any Python 3 runs this
@@ -32,34 +33,38 @@ def _fast(claude_dir: str, user_level: bool = False) -> "bytes | None":  # a str
         return None
 
 
-def _notice(claude_dir: str) -> "bytes | None":
-    """The notice `.claude/playbook.notice` holds (a JSON string saying why learning cannot run), if it was not
-    shown today; marks it shown. With no notice this is one failed open."""
-    path = os.path.join(claude_dir, NOTICE_NAME)
+def _notice(project: str) -> "bytes | None":
+    """The notice's first cause not shown today (why a hook cannot do its job, and the fix), as a JSON string;
+    marks it shown. With no notice this is one failed open."""
     try:
-        message = read_small(path)
-        if message is None:
+        today = time.strftime("%Y-%m-%d", time.gmtime())
+        due = due_notice(project, today)
+        if due is None or not mark_shown(project, due[0], today):
             return None
-        # Only ever one JSON string: a file shaped to add other members to the hook's output is no notice.
-        from _json import encode_basestring_ascii, scanstring
-
-        message = message.strip()
-        if not message.startswith(b'"'):
-            return None
-        text, end = scanstring(message.decode("utf-8"), 1)
-        if end != len(message.decode("utf-8")):
-            return None
-        today = time.strftime("%Y-%m-%d", time.gmtime()).encode()
-        if (read_small(path + ".shown") or b"").strip() == today:
-            return None
-        fd = os.open(path + ".shown", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                return None
-            handle.write(today + b"\n")
-    except (OSError, ValueError, ImportError):
+    except (OSError, ValueError):
         return None
-    return encode_basestring_ascii(text).encode("ascii")
+    return json_quote(due[1]).encode("ascii")
+
+
+def _failed(project: str, exc: BaseException, loading: bool) -> None:
+    """One line on stderr, and the notice's cause for the next session start (this one's included): the hooks'
+    Python cannot load the playbook (`loading`), a file it cannot write, or another failure."""
+    print(f"playbook: cannot inject the playbook: {exc}", file=sys.stderr)
+    kinds = {kind.__name__ for kind in type(exc).__mro__}  # the package's errors, which this script cannot import
+    error = str(exc) if "PlaybookError" in kinds else f"{type(exc).__name__}: {exc}"  # its message says it all
+    if type(exc).__name__ == "OutsideProject":
+        return  # what a repository links where it should not is refused, never kept as this machine's notice
+    if loading:
+        cause, line = "environment", environment_line(error)
+    elif isinstance(exc, OSError) or "StorageError" in kinds:
+        number = exc.errno if isinstance(exc, OSError) else getattr(exc.__cause__, "errno", None)
+        cause, line = "storage", storage_line(str(exc), number)
+    else:
+        cause, line = "hook", hook_line("SessionStart", error)
+    try:
+        change_notice(project, {cause: ("-", line)})
+    except OSError:
+        pass  # the same disk or permissions: the stderr line is all that can be said
 
 
 def _with_notice(output: bytes, notice: bytes) -> bytes:
@@ -101,12 +106,16 @@ def main() -> int:
 
             site.main()
             from playbook.wiring.hooks import session_start
-
-            output = session_start(os.path.dirname(claude_dir))
-        except Exception as exc:  # the session must start whatever happens here
-            print(f"playbook: cannot inject the playbook: {exc}", file=sys.stderr)
-            return 0
-    notice = _notice(claude_dir)
+        except Exception as exc:  # a dependency that does not load: said, and the session starts
+            _failed(os.path.dirname(claude_dir), exc, loading=True)
+            output = b""
+        else:
+            try:
+                output = session_start(os.path.dirname(claude_dir))
+            except Exception as exc:  # the session must start whatever happens here
+                _failed(os.path.dirname(claude_dir), exc, loading=False)
+                output = b""
+    notice = _notice(os.path.dirname(claude_dir))
     if notice is not None:
         output = _with_notice(output, notice)
     sys.stdout.buffer.write(output)

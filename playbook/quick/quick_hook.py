@@ -7,7 +7,7 @@ True only when all of that would change nothing: the switch for this event is of
 files and the environment (read as `playbook.wiring.settings.load_settings` reads them), `.claude` and the
 playbook's files in it are ours (no link, the right kind of file), the hook's projection is current
 and injects something (so the project is not disabled), `.gitattributes` does not name the merge
-driver, and `.claude/playbook.notice` already says what `playbook.wiring.notice.update_notice` would write. Then
+driver, and the notice already says what `playbook.wiring.notice.update_notice` would write. Then
 the launcher exits without importing the log's machinery; in every other case the full hook runs
 on the same input.
 """
@@ -17,15 +17,10 @@ from __future__ import annotations
 import os
 import stat
 
-try:  # the C half of `json`: `import json` brings in `re` and `enum`, which a hook doing nothing should not pay
-    from _json import encode_basestring_ascii as _quote
-except ImportError:  # pragma: no cover - an interpreter without the accelerator
-    from json.encoder import encode_basestring_ascii as _quote
-
 from projections.protective import COMBINE
-from projections.quickroads import (ALL_OFF, INJECTION_NAME, MAX_SETTINGS_BYTES, MAX_STDIN, NO_BACKEND, NOTICE_NAME,
-                                    PLAYBOOK_FILES, SETTINGS_NAME, SWITCHES, claude_outside, read_small,
-                                    top_level_strings)
+from projections.quickroads import (ALL_OFF, HOOK_CAUSES, INJECTION_NAME, LEARNING_LINES, MAX_SETTINGS_BYTES,
+                                    MAX_STDIN, PLAYBOOK_FILES, SETTINGS_NAME, SWITCHES, claude_outside, read_notice,
+                                    read_small, top_level_strings)
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -147,16 +142,18 @@ def _current_and_enabled(claude_dir: str) -> bool:
         return False
 
 
-def _notice_current(claude_dir: str, values: dict[str, bool]) -> bool:
-    """`.claude/playbook.notice` holds what `playbook.wiring.notice.update_notice` would leave there for an enabled project."""
-    path = os.path.join(claude_dir, NOTICE_NAME)
+def _notice_current(project: str, values: dict[str, bool]) -> bool:
+    """The notice holds what `playbook.wiring.notice.update_notice` would leave there for an enabled project, from a
+    hook that ran in full: the same cause why learning cannot run (or none), and none of what such a hook settles."""
     if not any(values.values()):
-        reason: str | None = ALL_OFF
+        cause: str | None = "all-off"
     else:
-        reason = None if can_reach_model() else f"learning cannot run: {NO_BACKEND}"
-    if reason is None:
-        return not os.path.lexists(path)
-    return read_small(path) == (_quote(f"playbook: {reason}") + "\n").encode()
+        cause = None if can_reach_model() else "no-backend"
+    held = read_notice(project)
+    if any(name in held for name in HOOK_CAUSES):
+        return False
+    learning = {name: held[name] for name in LEARNING_LINES if name in held}
+    return learning == ({} if cause is None else {cause: ("-", LEARNING_LINES[cause])})
 
 
 def _driver_named(project: str) -> bool:
@@ -185,4 +182,4 @@ def nothing_to_do(event: str, raw: bytes) -> bool:
         return False
     claude_dir = os.path.join(project, ".claude")
     return (_ours(claude_dir) and _current_and_enabled(claude_dir) and not _driver_named(project)
-            and _notice_current(claude_dir, values))
+            and _notice_current(project, values))
