@@ -360,12 +360,16 @@ def top_level_strings(text: str) -> dict[str, str]:
 
 # --- the notice: why a hook cannot do its job, one line a session start, each cause once a day ----------------
 
-NOTICE_CAUSES = ("environment", "storage", "hook", "notice", "disabled", "all-off", "no-backend", "failing", "budget")
-"""Every cause a notice names, in the order session starts tell them: the hooks' Python cannot load the playbook, a
-file cannot be written (disk full, permissions), a hook failed otherwise, a notice of an older version (one line, no
-cause), learning switched off or without a model, learning failing again and again, the day's token budget spent."""
-HOOK_CAUSES = ("environment", "hook", "notice")
-"""What a hook that ran in full settles: its Python loads the playbook, and it did not fail."""
+NOTICE_CAUSES = ("environment", "python", "storage", "hook", "notice", "disabled", "all-off", "no-backend", "failing",
+                 "budget")
+"""Every cause a notice names, in the order session starts tell them: the hooks' Python cannot load the playbook,
+PLAYBOOK_PYTHON names no Python that runs, a file cannot be written (disk full, permissions), a hook failed otherwise,
+a notice of an older version (one line, no cause), learning switched off or without a model, learning failing again
+and again, the day's token budget spent."""
+HOOK_CAUSES = ("environment", "python", "hook", "notice")
+"""What a hook that ran in full settles: its Python loads the playbook, it is the one asked for, and it did not fail."""
+MISSING_PYTHON = "PLAYBOOK_PYTHON_MISSING"
+"""Set by the plugin's hook script when PLAYBOOK_PYTHON names nothing it can run (it runs the hook without it)."""
 MAX_NOTICE_LINE = 600
 """The longest line a notice keeps of a cause (an error's text can be long): the notice stays one small file."""
 
@@ -486,6 +490,12 @@ def environment_line(error: str) -> str:
                "environment), then `playbook install` again")
     return (f"playbook: the hooks' Python ({python}) cannot load the playbook ({error}): nothing is learned or "
             f"brought up to date; fix: {fix} ({DOCTOR})")
+
+
+def missing_python_line(python: str) -> str:
+    """The notice's line when PLAYBOOK_PYTHON names no Python the plugin's hooks can run."""
+    return (f"playbook: PLAYBOOK_PYTHON ({python}) cannot be run, so the plugin's hooks use its own environment; fix: "
+            f"point PLAYBOOK_PYTHON at a Python with the playbook installed, or unset it ({DOCTOR})")
 
 
 def storage_line(message: str, number: int | None) -> str:

@@ -149,6 +149,42 @@ def test_a_hooks_python_without_msgspec_is_told_at_the_next_session_start_once(p
     assert "environment" not in read_notice(project)
 
 
+@pytest.mark.slow
+def test_a_playbook_python_that_cannot_be_run_is_told_and_the_plugins_own_environment_runs_the_hook(
+        project: Path, tmp_path: Path) -> None:
+    data = tmp_path / "plugin-data"
+    (data / "venv" / "bin").mkdir(parents=True)
+    (data / "venv" / "bin" / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    (data / "venv" / "bin" / "python").chmod(0o755)
+    (data / "venv" / "playbook-ready").write_text(f"{ROOT}\n")
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(KEYS)}, "CLAUDE_PROJECT_DIR": str(project),
+           "CLAUDE_PLUGIN_DATA": str(data), "CLAUDE_PLUGIN_ROOT": str(ROOT), "ANTHROPIC_API_KEY": "sk-test",
+           "PLAYBOOK_PYTHON": str(tmp_path / "gone" / "python")}
+
+    def start() -> dict[str, object]:
+        done = subprocess.run(["sh", str(ROOT / "hooks" / "playbook-hook"), "SessionStart"], input=b"{}",
+                              capture_output=True, timeout=60, env=env, cwd=project)
+        assert done.returncode == 0 and done.stderr == b"", done.stderr
+        output: dict[str, object] = json.loads(done.stdout)
+        return output
+
+    first = start()
+    message = first.get("systemMessage")
+    assert isinstance(message, str) and f"PLAYBOOK_PYTHON ({tmp_path / 'gone' / 'python'}) cannot be run" in message
+    assert "`playbook doctor`" in message and "run the tests first" in json.dumps(first)  # injected all the same
+    assert "systemMessage" not in start()
+
+    def end() -> None:
+        subprocess.run(["sh", str(ROOT / "hooks" / "playbook-hook"), "SessionEnd"], input=b'{"session_id": "s"}',
+                       capture_output=True, timeout=60, env=env, cwd=project)
+
+    end()
+    assert "python" in read_notice(project)  # a learning hook run in full keeps it while the variable is wrong
+    del env["PLAYBOOK_PYTHON"]
+    end()
+    assert "python" not in read_notice(project)
+
+
 # --- no backend ------------------------------------------------------------------------------------------
 
 

@@ -13,9 +13,10 @@ import time
 
 # The package's root, beside this file, for the quick roads' contract: absolute, never the current directory.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from projections.quickroads import (INJECTION_NAME, LOG_NAME, MAX_PROJECTION_BYTES, SNAPSHOT_NAME,  # noqa: E402
-                                    change_notice, claude_outside, current_body, due_notice, environment_line,
-                                    hook_line, json_quote, mark_shown, storage_line, user_dir)
+from projections.quickroads import (INJECTION_NAME, LOG_NAME, MAX_PROJECTION_BYTES, MISSING_PYTHON,  # noqa: E402
+                                    SNAPSHOT_NAME, change_notice, claude_outside, current_body, due_notice,
+                                    environment_line, hook_line, json_quote, mark_shown, missing_python_line,
+                                    storage_line, user_dir)
 
 
 def _fast(claude_dir: str, user_level: bool = False) -> "bytes | None":  # a string: any Python 3 runs this
@@ -115,6 +116,12 @@ def main() -> int:
             except Exception as exc:  # the session must start whatever happens here
                 _failed(os.path.dirname(claude_dir), exc, loading=False)
                 output = b""
+    missing = os.environ.get(MISSING_PYTHON)
+    if missing:
+        try:
+            change_notice(os.path.dirname(claude_dir), {"python": ("-", missing_python_line(missing))})
+        except OSError:
+            pass  # a read-only project: its stderr line is the hook script's own
     notice = _notice(os.path.dirname(claude_dir))
     if notice is not None:
         output = _with_notice(output, notice)

@@ -15,6 +15,7 @@ import glob
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -90,8 +91,10 @@ class Interpreter(msgspec.Struct, frozen=True):
 def probe(python: str, root: str | None) -> tuple[bool, str]:
     """Start `python` as a hook starts it and load what a hook loads: (True, "3.12.1, msgspec 0.19.0"), or
     (False, why not)."""
-    if not os.path.isfile(python) or not os.access(python, os.X_OK):
+    found = shutil.which(python)  # PLAYBOOK_PYTHON may name a command on PATH, as the hook script runs it
+    if found is None:
         return False, f"{python} is not there (or not executable)"
+    python = found
     # Without PYTHON* variables, as the hooks' `-I` ignores them: a project can set PYTHONPATH for its hooks.
     env = {name: value for name, value in os.environ.items() if not name.startswith("PYTHON")}
     try:
@@ -173,6 +176,7 @@ def interpreters(setting: Setting) -> tuple[list[Interpreter], list[Check]]:
     problems: list[Check] = []
 
     def add(python: str, root: str | None, user: str, fix: str, hooks: bool = True) -> None:
+        python = shutil.which(python) or python  # a command name, as a shell would find it
         # Two names of one binary in one directory (python, python3) are one environment; a virtual
         # environment's python and the interpreter it links to are not.
         key = (os.path.dirname(os.path.abspath(python)), os.path.realpath(python), root)

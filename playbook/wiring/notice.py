@@ -13,6 +13,7 @@ through `projections.quickroads` (`notice_path`, `change_notice`).
 
 from __future__ import annotations
 
+import os
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING
 from eventlog.domain import PlaybookState
 from eventlog.errors import CorruptLogError, PlaybookError, StorageError
 from eventlog.files import FILE_MODE
-from projections.quickroads import (DOCTOR, LEARNING_LINES, change_notice, hook_line, note_learning,
+from projections.quickroads import (DOCTOR, LEARNING_LINES, MISSING_PYTHON, change_notice, hook_line, note_learning,
                                     storage_line)
 
 from playbook.learner.backend import model_config
@@ -73,7 +74,8 @@ def update_notice(project: Path, state: PlaybookState, settled: tuple[str, ...] 
     found settled (`HOOK_CAUSES` from a hook that ran in full). Returns why learning cannot run, if it cannot."""
     found = learning_cause(project, state)
     changes: dict[str, tuple[str, str] | None] = {cause: None for cause in LEARNING_LINES}
-    changes.update({cause: None for cause in settled})
+    # PLAYBOOK_PYTHON that cannot be run is settled only once the hook script finds it again.
+    changes.update({cause: None for cause in settled if cause != "python" or not os.environ.get(MISSING_PYTHON)})
     changes["notice"] = None  # an older version's line: its cause is decided again here
     if found is not None:
         changes[found[0]] = ("-", found[1])
