@@ -9,7 +9,6 @@ wiring) imports the same rules from here, so there is one copy of each.
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 import sys
@@ -501,6 +500,8 @@ def missing_python_line(python: str) -> str:
 def storage_line(message: str, number: int | None) -> str:
     """The notice's line when a hook or the learner cannot write the playbook's files: `message` says which and
     why, `number` is the system's error number when known."""
+    import errno  # here, not at the top: the session start's fast path never needs it
+
     if number in (errno.ENOSPC, errno.EDQUOT) or "No space left" in message or "quota" in message.lower():
         fix = "free some disk space"
     elif number in (errno.EACCES, errno.EPERM, errno.EROFS) or "ermission denied" in message \
@@ -522,7 +523,7 @@ def note_learning(project: str | os.PathLike[str], line: str) -> None:
     hook met before any learner could record it in the log. Never through a link or out of the project, never
     creating `.claude`; OSError when it cannot be written."""
     if claude_outside(project) is not None:
-        raise OSError(errno.EXDEV, "the project's .claude leads out of it")
+        raise OSError(f"{project}/.claude leads out of the project")
     stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
     fd = os.open(os.path.join(project, ".claude", LEARN_LOG_NAME),
                  os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
