@@ -263,6 +263,26 @@ def test_a_spent_budget_is_told_for_its_day_only(project: Path, monkeypatch: pyt
     assert due_notice(project, tomorrow) is None  # a new day, a whole budget: nothing to say
 
 
+def test_a_run_of_failures_counts_cycles_and_a_cycle_given_up_once(project: Path) -> None:
+    from eventlog.decide import FailLearning, RequestLearning
+    from playbook.wiring.notice import failing_line
+
+    repo = PlaybookRepository(project / ".claude")
+
+    def fail(request: str, give_up: bool) -> None:
+        repo.append([RequestLearning(request=request, hook="SessionEnd", transcript=f"/t/{request}")],
+                    Cause(source="hook:SessionEnd"))
+        repo.append([FailLearning(request=request, error=f"refused {request}", attempt=1, give_up=give_up)],
+                    Cause(source="hook:SessionEnd"))
+
+    fail("a", give_up=True)
+    fail("b", give_up=True)  # two cycles, four outcome events: not yet a run of three
+    assert failing_line(repo) is None
+    fail("c", give_up=False)
+    line = failing_line(repo)
+    assert line is not None and "failed 3 times in a row (last: refused c)" in line
+
+
 # --- a disk that is full, files that cannot be written ---------------------------------------------------
 
 

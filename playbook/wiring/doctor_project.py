@@ -56,7 +56,7 @@ def _ago(at: str) -> str:
 
 def check_learning(setting: Setting) -> list[Check]:
     """Learning is on, its last cycle, what waits, and whether cycles keep failing."""
-    from eventlog.events import LearningCompleted, LearningFailed, LearningGivenUp
+    from eventlog.events import LearningCompleted, LearningFailed
     from projections.timeline import Timeline
 
     from .notice import FAILING_IN_A_ROW, learning_cause
@@ -69,7 +69,7 @@ def check_learning(setting: Setting) -> list[Check]:
     if cause is not None and cause[0] != "no-backend":  # no backend is the backend check's line
         return [failed("learning", cause[1].removeprefix("playbook: "),
                        "`playbook enable`" if cause[0] == "disabled" else "set a playbook_update_on_* setting to true")]
-    kinds = (LearningCompleted, LearningFailed, LearningGivenUp)
+    kinds = (LearningCompleted, LearningFailed)  # a cycle given up is also its LearningFailed: counted once
     since = (datetime.now(timezone.utc) - LOOKBACK).isoformat()
     outcomes = [(event, transaction.commit.at)
                 for transaction in Timeline(repo).newest(

@@ -126,10 +126,10 @@ def note(project: Path, line: str) -> None:
 def failing_line(repo: PlaybookRepository) -> str | None:
     """The notice's line when the newest FAILING_IN_A_ROW learning cycles all failed (with the last error), else
     None. Reads the log from its end, back at most FAILURES_LOOKBACK."""
-    from eventlog.events import LearningCompleted, LearningFailed, LearningGivenUp
+    from eventlog.events import LearningCompleted, LearningFailed
     from projections.timeline import Timeline
 
-    kinds = (LearningCompleted, LearningFailed, LearningGivenUp)
+    kinds = (LearningCompleted, LearningFailed)  # a cycle given up is also its LearningFailed: counted once
     since = (datetime.now(timezone.utc) - FAILURES_LOOKBACK).isoformat()
     outcomes = [event for transaction in Timeline(repo).newest(
         n=FAILING_IN_A_ROW, since=since,
