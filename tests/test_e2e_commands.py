@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from eventlog.decide import RequestLearning
+from eventlog.decide import RequestLearning, SwitchPlaybook
 from eventlog.events import Cause, KeyPointAdded, KeyPointDeleted
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, Reply, reply_text, reply_tool_use, request_texts
@@ -171,3 +171,27 @@ def test_slash_commands_show_why_remember_forget_undo_and_learn_through_the_cli(
         _, seen = claude(f"/{PLUGIN}:forget pat-404")
         assert "playbook: no key point pat-404 in the playbook" in seen
         assert repo.log_path.stat().st_size == size
+
+
+def test_the_doctor_command_hands_its_report_to_the_session_even_when_a_check_fails(tmp_path):
+    project, home = tmp_path / "project", tmp_path / "home"
+    config = home / ".claude"
+    (project / ".claude").mkdir(parents=True)
+    config.mkdir(parents=True)
+    # A disabled project: the doctor exits 1, which would fail a `!` line of the command by itself.
+    PlaybookRepository(project / ".claude").append([SwitchPlaybook(enabled=False)], Cause(source="cli:disable"))
+    with FakeAnthropic(model) as api:
+        assert CLAUDE is not None
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("ANTHROPIC_", "AGENTIC_CONTEXT_", "CLAUDE", "PLAYBOOK_"))}
+        env |= {"HOME": str(home), "CLAUDE_CONFIG_DIR": str(config), "ANTHROPIC_BASE_URL": api.url,
+                "ANTHROPIC_API_KEY": "sk-test-e2e", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                "DISABLE_AUTOUPDATER": "1", "PLAYBOOK_PYTHON": sys.executable}
+        result = subprocess.run([CLAUDE, "--plugin-dir", str(ROOT), "-p", f"/{PLUGIN}:doctor", "--output-format",
+                                 "json"], cwd=project, env=env, capture_output=True, text=True, timeout=180)
+        assert result.returncode == 0, result.stdout + result.stderr
+        seen = "\n".join(request_texts(body) for body in api.message_bodies())
+    assert f"<command-name>/{PLUGIN}:doctor</command-name>" in seen
+    report = seen[seen.index("one line per check"):]
+    assert "✔ python (" in report and "✔ log: verified" in report, report[:3000]
+    assert "✘ injection: the playbook is disabled in this project" in report and "fix: `playbook enable`" in report

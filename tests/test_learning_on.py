@@ -142,7 +142,9 @@ def test_session_start_says_once_a_day_why_learning_cannot_run(project, transcri
     hook("SessionEnd", project, transcript, PLAYBOOK_CLAUDE="")  # no key, no CLI
     first = session_start(project)
     assert json.loads(first) == {"systemMessage": "playbook: learning cannot run: no API key (AGENTIC_CONTEXT_API_KEY, "
-                                 "ANTHROPIC_AUTH_TOKEN or ANTHROPIC_API_KEY) and no Claude Code CLI (claude) found"}
+                                 "ANTHROPIC_AUTH_TOKEN or ANTHROPIC_API_KEY) and no Claude Code CLI (claude) found; "
+                                 "fix: set ANTHROPIC_API_KEY, or install Claude Code's CLI and log in (`playbook "
+                                 "doctor` checks every part)"}
     assert session_start(project) == b""  # shown today already
     shown = Path(notice_path(project) + ".shown")
     shown.write_text("2000-01-01\n")
@@ -183,9 +185,9 @@ def test_a_notice_is_never_read_from_the_repository_and_the_local_one_only_as_on
         assert session_start(project) == b""
     notice.unlink()
     notice.write_text('"real"')
-    shown.symlink_to(outside)
-    assert session_start(project) == b""
-    assert outside.read_text() == '"from outside"'
+    shown.symlink_to(outside)  # replaced by the day's mark, never written through
+    assert json.loads(session_start(project)) == {"systemMessage": "real"}
+    assert outside.read_text() == '"from outside"' and not shown.is_symlink()
 
 
 def responder(failures: int):

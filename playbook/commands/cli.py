@@ -12,6 +12,7 @@ import io
 import os
 import sys
 from collections.abc import Callable
+from typing import Any, NoReturn
 
 from eventlog.errors import PlaybookError
 from playbook.quick.stops import install as install_stops
@@ -33,6 +34,13 @@ trailing ^ (or --before) means just before that transaction or session instead
 of just after."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, with a usage error said in one line that names `--help` instead of printing the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (`{self.prog} --help` shows how to use it)\n")
+
+
 def _common(json: bool, user_help: str = USER_HELP) -> argparse.ArgumentParser:
     """Options every subcommand accepts after its name too (`playbook log --project X`)."""
     parent = argparse.ArgumentParser(add_help=False)
@@ -49,7 +57,7 @@ def _common(json: bool, user_help: str = USER_HELP) -> argparse.ArgumentParser:
 def build_parser() -> argparse.ArgumentParser:
     """Every subcommand, in the order `playbook --help` lists them; each group is registered by the module
     that runs it."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="playbook", description="The event-sourced playbook of a Claude Code project.", epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -57,15 +65,16 @@ def build_parser() -> argparse.ArgumentParser:
                         "the current directory)")
     parser.add_argument("--user", action="store_true", default=argparse.SUPPRESS, help=USER_HELP)
     # Not required: `main` answers a missing command with the whole help, where argparse names only COMMAND.
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # Each subcommand's parser is a _Parser too (argparse makes them of the parent's class), whatever its parents.
+    commands: argparse._SubParsersAction[Any] = parser.add_subparsers(dest="command", metavar="COMMAND")
     reading, plain = [_common(json=True)], [_common(json=False)]
 
     def add(name: str, run: Callable[[argparse.Namespace], int], text: str,
             parents: list[argparse.ArgumentParser] = reading, when: bool = False) -> argparse.ArgumentParser:
         # The WHEN help goes only under the commands that take a WHEN.
-        sub = commands.add_parser(name, help=text, description=text, parents=parents,
-                                  epilog=EPILOG if when else None,
-                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+        sub: argparse.ArgumentParser = commands.add_parser(
+            name, help=text, description=text, parents=parents, epilog=EPILOG if when else None,
+            formatter_class=argparse.RawDescriptionHelpFormatter)
         sub.set_defaults(run=run)
         return sub
 

@@ -1,8 +1,9 @@
 """The `playbook` subcommands that wire the playbook into Claude Code and run its learning: hook, learn,
-disable, enable, bootstrap, install, uninstall.
+disable, enable, bootstrap, install, uninstall, doctor.
 
 `playbook.commands.cli` parses the arguments and dispatches here; the work itself is `playbook.wiring.hooks`',
-`playbook.learner.learn`'s, `playbook.learner.bootstrap`'s and `playbook.wiring.install`'s.
+`playbook.learner.learn`'s, `playbook.learner.bootstrap`'s, `playbook.wiring.install`'s and
+`playbook.wiring.doctor_project`'s.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from playbook.wiring.project import playbook_of, project_dir
 
 def add_learning(add: Callable[..., argparse.ArgumentParser], plain: list[argparse.ArgumentParser],
                  settings: list[argparse.ArgumentParser]) -> None:
-    """Register hook, learn, disable, enable, bootstrap, install and uninstall with the parser's `add`."""
+    """Register hook, learn, disable, enable, bootstrap, install, uninstall and doctor with the parser's `add`."""
     hook = add("hook", cmd_hook, "run a Claude Code hook (reads the hook JSON on stdin)", parents=plain)
     hook.add_argument("event", help="SessionStart, SessionEnd, PreCompact or SubagentStop")
     learn = add("learn", cmd_learn, "run pending learning cycles now", parents=plain)
@@ -39,6 +40,12 @@ def add_learning(add: Callable[..., argparse.ArgumentParser], plain: list[argpar
     for name, run, text in (("install", cmd_install, "add the playbook hooks to Claude Code's settings"),
                             ("uninstall", cmd_uninstall, "remove the playbook hooks from Claude Code's settings")):
         add(name, run, text, parents=settings)
+    doctor = add("doctor", cmd_doctor, "check what the hooks need (their Python, how they are wired, the backend, "
+                 "learning, the budget, the files, the log, the injection): one line each with its fix; exit 1 when "
+                 "something keeps learning or injection from working")
+    doctor.add_argument("--offline", action="store_true",
+                        help="skip the check that asks the API (its models endpoint, which costs no tokens) or the "
+                             "Claude Code CLI whether it is logged in")
 
 
 def cmd_hook(args: argparse.Namespace) -> int:
@@ -126,3 +133,18 @@ def cmd_uninstall(args: argparse.Namespace) -> int:
     path = settings_path(user, project)
     print(f"removed {uninstall(path, settings_root(user, project))} playbook hook(s) from {path}")
     return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from playbook.rendering.safe_text import clean
+    from playbook.wiring.doctor_project import as_json, blocking, diagnose
+
+    from .output import out, out_json
+
+    found = diagnose(project_dir(args), offline=args.offline)
+    if args.json:
+        out_json(as_json(found))
+    else:
+        out([f"{'✔' if check.ok else '✘'} {check.name}: {clean(check.detail)}"
+             + ("" if check.ok else f" — fix: {clean(check.fix)}") for check in found])
+    return 1 if blocking(found) else 0

@@ -16,9 +16,11 @@ from playbook.wiring.project import playbook_of
 USER_HELP = "act on the user-level playbook ($CLAUDE_CONFIG_DIR/playbook, else ~/.claude/playbook) instead of the project's"
 SETTINGS_USER_HELP = "$CLAUDE_CONFIG_DIR/settings.json (~/.claude) instead of the project's"
 
-PROJECT_ONLY = frozenset({"merge-driver", "git-hook", "share", "unshare", "hook", "learn", "review", "bootstrap"})
+PROJECT_ONLY = frozenset({"merge-driver", "git-hook", "share", "unshare", "hook", "learn", "review", "bootstrap",
+                          "doctor"})
 """Commands that work on a project's playbook only: learning runs per project (what it learns of the user's
-preferences goes to the user-level playbook), bootstrap reads a project's sessions, and git shares a project's log."""
+preferences goes to the user-level playbook), bootstrap reads a project's sessions, git shares a project's log, and
+the doctor checks what a project's hooks need."""
 
 
 def refused(args: argparse.Namespace) -> bool:

@@ -40,6 +40,7 @@ from eventlog.events import Cause
 from eventlog.evolve import fold
 from eventlog.safefiles import create, directory
 from eventlog.storage import utc_now
+from projections.quickroads import LEARN_LOG_NAME
 from projections.repository import PlaybookRepository
 
 from .lean import LeanSettings, curation_commands, current_plan, lean_settings, sweep_stale
@@ -57,7 +58,7 @@ if TYPE_CHECKING:
 
 DEFAULT_DEADLINE = 300.0
 LEARN_LOCK = "playbook.learn.lock"
-LEARN_LOG = "playbook.learn.log"
+LEARN_LOG = LEARN_LOG_NAME
 
 
 class Outcome(msgspec.Struct, frozen=True):
@@ -124,10 +125,21 @@ def learn_pending(project: Path, retry_now: bool = False, ignore_budget: bool = 
     day's token budget is spent, the requests left are deferred (recorded once a day each, and
     left pending) unless `ignore_budget`.
     """
-    from playbook.wiring.notice import update_notice
-
     if not os.path.lexists(claude_dir(project)):
         return []  # no log, so no request: nothing to learn, and no directory made for a lock
+    try:
+        return _learn_pending(project, retry_now, ignore_budget)
+    except PlaybookError as exc:
+        from playbook.wiring.notice import record_failure
+
+        # Said at the next session start; the error line itself is the learner's own output (the learn log).
+        record_failure(project, "learner", exc, log=False)
+        raise
+
+
+def _learn_pending(project: Path, retry_now: bool, ignore_budget: bool) -> list[Outcome]:
+    from playbook.wiring.notice import update_learning, update_notice
+
     repo = repository(project)
     outcomes: list[Outcome] = []
     with learning_lock(project):
@@ -138,13 +150,19 @@ def learn_pending(project: Path, retry_now: bool = False, ignore_budget: bool = 
                              key=lambda p: p.requested_at)
             if not waiting:
                 update_notice(project, state)
+                update_learning(repo, None, cycles=any(o.status in RAN for o in outcomes))
                 return outcomes
             if not ignore_budget and (spent := budget_spent(repo)) is not None:
                 outcomes.extend(defer(repo, waiting, spent))
+                update_learning(repo, (spent.used, spent.budget), cycles=any(o.status in RAN for o in outcomes))
                 return outcomes
             pending = waiting[0]
             done.add(pending.request)
             outcomes.append(run_cycle(repo, pending))
+
+
+RAN = frozenset({"completed", "failed", "given up"})
+"""The outcomes of a cycle that asked the models: what tells whether learning keeps failing."""
 
 
 def waiting_for_retry(project: Path) -> list[tuple[PendingLearning, datetime | None]]:

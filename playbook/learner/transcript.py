@@ -53,7 +53,7 @@ __all__ = ["Message", "PLUGIN", "PLUGIN_COMMANDS", "Transcript", "TranscriptErro
 
 PLUGIN = "event-sourced-playbook"
 """The plugin's name (`.claude-plugin/plugin.json`): Claude Code names its commands `/PLUGIN:NAME`."""
-PLUGIN_COMMANDS = frozenset({"forget", "learn", "remember", "show", "undo", "why"})
+PLUGIN_COMMANDS = frozenset({"doctor", "forget", "learn", "remember", "show", "undo", "why"})
 """The plugin's own slash commands (`commands/*.md`)."""
 
 

@@ -11,14 +11,11 @@ import stat
 import sys
 import time
 
-TYPE_CHECKING = False  # not typing's: this script imports nothing it can do without
-if TYPE_CHECKING:
-    from types import ModuleType
-
 # The package's root, beside this file, for the quick roads' contract: absolute, never the current directory.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from projections.quickroads import (INJECTION_NAME, LOG_NAME, MAX_PROJECTION_BYTES, SNAPSHOT_NAME,  # noqa: E402
-                                    claude_outside, current_body, notice_path, read_small, user_dir)
+from projections.quickroads import (INJECTION_NAME, LOG_NAME, MAX_PROJECTION_BYTES, MISSING_PYTHON,  # noqa: E402
+                                    SNAPSHOT_NAME, claude_outside, current_body, due_notice, environment_line,
+                                    hook_line, json_quote, missing_python_line, storage_line, user_dir)
 
 
 def _fast(claude_dir: str, user_level: bool = False) -> "bytes | None":  # a string: any Python 3 runs this
@@ -37,44 +34,43 @@ def _fast(claude_dir: str, user_level: bool = False) -> "bytes | None":  # a str
 
 
 def _notice(project: str) -> "bytes | None":
-    """The notice this machine keeps for `project` (a JSON string saying why learning cannot run), if it was not
-    shown today; marks it shown. With no notice this is one failed open.
-
-    Read from the project's local directory only (`notice_path`), never from the project's `.claude/`: a
-    repository can ship a file under any name there, and the user must not be shown its text as ours."""
+    """The notice's first cause not shown today (why a hook cannot do its job, and the fix), as a JSON string;
+    marks it shown. With no notice this is one failed open."""
     try:
-        path = notice_path(project)
-        message = read_small(path)
-        if message is None:
+        today = time.strftime("%Y-%m-%d", time.gmtime())
+        due = due_notice(project, today)
+        if due is None:
             return None
-        # Only ever one JSON string: a file shaped to add other members to the hook's output is no notice.
-        from _json import encode_basestring_ascii, scanstring
+        from playbook.quick.notices import mark_shown  # writes go through `eventlog.safefiles`: only when due
 
-        message = message.strip()
-        if not message.startswith(b'"'):
+        if not mark_shown(project, due[0], today):
             return None
-        text, end = scanstring(message.decode("utf-8"), 1)
-        if end != len(message.decode("utf-8")):
-            return None
-        today = time.strftime("%Y-%m-%d", time.gmtime()).encode()
-        if (read_small(path + ".shown") or b"").strip() == today:
-            return None
-        safefiles = _safefiles()  # this machine's own directory: no link followed below the user-level one
-        with safefiles.directory(os.path.dirname(path), user_dir()) as dir_fd:
-            fd = safefiles.create(dir_fd, os.path.basename(path) + ".shown", truncate=True)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(today + b"\n")
     except (OSError, ValueError, ImportError):
         return None
-    return encode_basestring_ascii(text).encode("ascii")
+    return json_quote(due[1]).encode("ascii")
 
 
-def _safefiles() -> "ModuleType":
-    """`eventlog.safefiles`, which every write goes through, from the package beside this script (put on the
-    search path with the contract), imported only when the script writes."""
-    from eventlog import safefiles
+def _failed(project: str, exc: BaseException, loading: bool) -> None:
+    """One line on stderr, and the notice's cause for the next session start (this one's included): the hooks'
+    Python cannot load the playbook (`loading`), a file it cannot write, or another failure."""
+    print(f"playbook: cannot inject the playbook: {exc}", file=sys.stderr)
+    kinds = {kind.__name__ for kind in type(exc).__mro__}  # the package's errors, which this script cannot import
+    error = str(exc) if "PlaybookError" in kinds else f"{type(exc).__name__}: {exc}"  # its message says it all
+    if type(exc).__name__ == "OutsideProject":
+        return  # what a repository links where it should not is refused, never kept as this machine's notice
+    if loading:
+        cause, line = "environment", environment_line(error)
+    elif isinstance(exc, OSError) or "StorageError" in kinds:
+        number = exc.errno if isinstance(exc, OSError) else getattr(exc.__cause__, "errno", None)
+        cause, line = "storage", storage_line(str(exc), number)
+    else:
+        cause, line = "hook", hook_line("SessionStart", error)
+    try:
+        from playbook.quick.notices import change_notice
 
-    return safefiles
+        change_notice(project, {cause: ("-", line)})
+    except (OSError, ImportError):
+        pass  # the same disk or permissions: the stderr line is all that can be said
 
 
 def _with_notice(output: bytes, notice: bytes) -> bytes:
@@ -116,11 +112,23 @@ def main() -> int:
 
             site.main()
             from playbook.wiring.hooks import session_start
+        except Exception as exc:  # a dependency that does not load: said, and the session starts
+            _failed(os.path.dirname(claude_dir), exc, loading=True)
+            output = b""
+        else:
+            try:
+                output = session_start(os.path.dirname(claude_dir))
+            except Exception as exc:  # the session must start whatever happens here
+                _failed(os.path.dirname(claude_dir), exc, loading=False)
+                output = b""
+    missing = os.environ.get(MISSING_PYTHON)
+    if missing:
+        try:
+            from playbook.quick.notices import change_notice
 
-            output = session_start(os.path.dirname(claude_dir))
-        except Exception as exc:  # the session must start whatever happens here
-            print(f"playbook: cannot inject the playbook: {exc}", file=sys.stderr)
-            return 0
+            change_notice(os.path.dirname(claude_dir), {"python": ("-", missing_python_line(missing))})
+        except (OSError, ImportError):
+            pass  # a read-only project: its stderr line is the hook script's own
     notice = _notice(os.path.dirname(claude_dir))
     if notice is not None:
         output = _with_notice(output, notice)

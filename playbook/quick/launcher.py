@@ -95,6 +95,32 @@ def quiet_learning_hook(event: str) -> io.BytesIO | None:
     return io.BytesIO(raw)
 
 
+def unloadable(event: str, stdin: io.BytesIO | None, exc: BaseException) -> None:
+    """A hook whose Python cannot load the playbook: the notice says so at the next session start, with the fix,
+    and the learn log keeps it for a learning hook, whose session is not learned from."""
+    try:
+        from playbook.quick.notices import change_notice, note_learning
+        from projections.quickroads import environment_line, top_level_strings
+
+        project = os.environ.get("CLAUDE_PROJECT_DIR")
+        if not project and stdin is not None:
+            project = top_level_strings(stdin.getvalue().decode("utf-8")).get("cwd")
+        if not project:
+            return
+        line = environment_line(f"{type(exc).__name__}: {exc}")
+    except Exception:  # the stderr line is said; this is only its record
+        return
+    try:
+        change_notice(project, {"environment": ("-", line)})
+    except OSError:
+        pass  # the learn log may still take it
+    if event != "SessionStart":
+        try:
+            note_learning(project, line)
+        except OSError:
+            pass
+
+
 def main() -> None:
     from playbook.quick import stops
 
@@ -126,6 +152,8 @@ def _main() -> None:
             from playbook.commands.cli import main as run
     except Exception as exc:  # a dependency that does not import: one line, never a traceback into Claude Code
         print(f"playbook: cannot start: {type(exc).__name__}: {exc}", file=sys.stderr)
+        if hook and len(sys.argv) == 3:
+            unloadable(sys.argv[2], stdin, exc)
         sys.exit(0 if hook else 1)  # a hook always exits 0
     if hook and len(sys.argv) == 3:
         for stream in (sys.stdout, sys.stderr):  # as the command line does: escapes, never an encoding error

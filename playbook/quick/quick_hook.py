@@ -18,15 +18,10 @@ from __future__ import annotations
 import os
 import stat
 
-try:  # the C half of `json`: `import json` brings in `re` and `enum`, which a hook doing nothing should not pay
-    from _json import encode_basestring_ascii as _quote
-except ImportError:  # pragma: no cover - an interpreter without the accelerator
-    from json.encoder import encode_basestring_ascii as _quote
-
 from projections.protective import COMBINE
-from projections.quickroads import (ALL_OFF, INJECTION_NAME, MAX_SETTINGS_BYTES, MAX_STDIN, NO_BACKEND, PLAYBOOK_FILES,
-                                    SETTINGS_NAME, SWITCHES, claude_outside, notice_path, read_small,
-                                    top_level_strings)
+from projections.quickroads import (ALL_OFF, HOOK_CAUSES, INJECTION_NAME, LEARNING_LINES, MAX_SETTINGS_BYTES,
+                                    MAX_STDIN, PLAYBOOK_FILES, SETTINGS_NAME, SWITCHES, claude_outside, read_notice,
+                                    read_small, top_level_strings)
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -149,18 +144,17 @@ def _current_and_enabled(claude_dir: str) -> bool:
 
 
 def _notice_current(project: str, values: dict[str, bool]) -> bool:
-    """The project's notice holds what `playbook.wiring.notice.update_notice` would leave there for an enabled project."""
-    try:
-        path = notice_path(project)
-    except ValueError:
-        return False
+    """The notice holds what `playbook.wiring.notice.update_notice` would leave there for an enabled project, from a
+    hook that ran in full: the same cause why learning cannot run (or none), and none of what such a hook settles."""
     if not any(values.values()):
-        reason: str | None = ALL_OFF
+        cause: str | None = "all-off"
     else:
-        reason = None if can_reach_model() else f"learning cannot run: {NO_BACKEND}"
-    if reason is None:
-        return not os.path.lexists(path)
-    return read_small(path) == (_quote(f"playbook: {reason}") + "\n").encode()
+        cause = None if can_reach_model() else "no-backend"
+    held = read_notice(project)
+    if any(name in held for name in HOOK_CAUSES):
+        return False
+    learning = {name: held[name] for name in LEARNING_LINES if name in held}
+    return learning == ({} if cause is None else {cause: ("-", LEARNING_LINES[cause])})
 
 
 def _driver_named(project: str) -> bool:

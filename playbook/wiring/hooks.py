@@ -17,11 +17,11 @@ from eventlog.domain import PlaybookState
 from eventlog.errors import PlaybookError
 
 from projections.injection import injection_budget, output_of, plan
-from projections.quickroads import (INJECTION_NAME, MAX_PROJECTION_BYTES, MAX_STDIN, current_body, not_folded_line,
-                                    too_large_to_fold)
+from projections.quickroads import (HOOK_CAUSES, INJECTION_NAME, MAX_PROJECTION_BYTES, MAX_STDIN, current_body,
+                                    not_folded_line, too_large_to_fold)
 from projections.snapshot import read_snapshot, state_of
 
-from .project import Opened, claude_dir, collecting, repository, user_repository
+from .project import Opened, OutsideProject, claude_dir, collecting, repository, user_repository
 from playbook.rendering.safe_text import clean
 from .settings import load_settings, never_learn_match
 
@@ -67,7 +67,7 @@ def session_start_output(project: Path | str) -> bytes:
         return unfolded
     else:
         state = repo.refresh()
-        update_notice(Path(project), state)
+        update_notice(Path(project), state, settled=HOOK_CAUSES)
     if repo.diverged is not None:
         # playbook.json holds what the log does not: the session gets that playbook, and it stays as it is.
         found = read_snapshot(repo.snapshot_path)
@@ -154,19 +154,20 @@ def learning_transcript(event: str, payload: dict[str, Any], project: Path) -> t
 
 
 def learning_hook(event: str, payload: dict[str, Any]) -> str | None:
-    """Record a learning request for this hook and start the learner. Returns a note for stderr, if any."""
+    """Record a learning request for this hook and start the learner. Returns a note for stderr, if any; a note
+    that says why nothing is learned goes to the learn log too."""
     from .notice import update_notice
 
     project = _project(payload)
     state = repository(project).state()
-    update_notice(project, state)
+    update_notice(project, state, settled=HOOK_CAUSES)
     if state.disabled:
         return None  # `playbook disable`: nothing is learned, and SessionStart says so
     transcript, why = learning_transcript(event, payload, project)
     if transcript is None:
         if why.startswith(("session ended", "learning from", "learning before")):
             return None
-        return f"{event}: no transcript_path in the hook input; nothing to learn"
+        return _unlearned(project, f"{event}: no transcript_path in the hook input; nothing to learn")
     # Only this project's own sessions in Claude Code's directory are learned from: the hook input names
     # a file the background learner will read and send to the model, so a path elsewhere (`..`, a
     # symlink out, /etc/..., another project's session) must not make it read and upload it.
@@ -176,19 +177,31 @@ def learning_hook(event: str, payload: dict[str, Any]) -> str | None:
     try:
         inside = inside_project_sessions(transcript, project, directory) is not None
     except ValueError:  # an embedded NUL byte, a lone surrogate: no such file can exist
-        return f"{event}: transcript {transcript} is missing or unreadable; nothing to learn"
+        return _unlearned(project, f"{event}: transcript {transcript} is missing or unreadable; nothing to learn")
     if not inside:
         sessions = project_sessions(project, directory)[0]
-        return f"{event}: transcript {transcript} is outside {sessions}, this project's sessions; nothing to learn"
+        return _unlearned(project, f"{event}: transcript {transcript} is outside {sessions}, this project's "
+                                   "sessions; nothing to learn")
     if not os.path.isfile(transcript) or not os.access(transcript, os.R_OK):
-        return f"{event}: transcript {transcript} is missing or unreadable; nothing to learn"
+        return _unlearned(project, f"{event}: transcript {transcript} is missing or unreadable; nothing to learn")
     if never_learn_match(transcript, load_settings(project)) is not None:
         return None  # the user asked for this transcript never to be learned from: nothing to say
     from playbook.learner.learn import request_learning, spawn_learner
 
+    from .notice import change
+
     request_learning(project, event, transcript, _string(payload, "session_id"), why)
     spawn_learner(project)
+    change(project, {"storage": None})  # the log took the request: whatever kept it from writing is gone
     return None
+
+
+def _unlearned(project: Path, note: str) -> str:
+    """`note`, kept in the learn log as well: a session not learned from is never said on stderr alone."""
+    from .notice import note as keep
+
+    keep(project, f"playbook: {clean(note)}")
+    return note
 
 
 def run_hook(event: str, stdin: Any = None) -> int:
@@ -202,16 +215,18 @@ def run_hook(event: str, stdin: Any = None) -> int:
 
 
 def _run_hook(event: str, stdin: Any) -> None:
+    project: Path | None = None  # known once the hook input is read and `.claude` is the project's own
     try:
         payload = read_payload(stdin or sys.stdin)
         claude_dir(_project(payload))  # a .claude leading out of the project: refused before anything is read
+        project = _project(payload)
         if event == "SessionStart":
-            sys.stdout.buffer.write(session_start(_project(payload)))
+            sys.stdout.buffer.write(session_start(project))
             sys.stdout.flush()
         elif event in LEARNING_EVENTS:
             from playbook.commands.share import ensure_registered
 
-            ensure_registered(_project(payload))
+            ensure_registered(project)
             note = learning_hook(event, payload)
             if note:
                 _say(note)
@@ -219,8 +234,23 @@ def _run_hook(event: str, stdin: Any) -> None:
             _say(f"unknown hook event {event!r}")
     except PlaybookError as exc:
         _say(f"{event} hook: {exc}")
+        _record(project, event, exc)
     except Exception as exc:  # never a traceback in Claude Code
         _say(f"{event} hook failed: {type(exc).__name__}: {exc}")
+        _record(project, event, exc)
+
+
+def _record(project: Path | None, event: str, exc: BaseException) -> None:
+    """Keep the failure for the next session start (and the learn log), beyond this hook's stderr; bad hook
+    input and a `.claude` that is not the project's record nothing."""
+    if project is None or isinstance(exc, (HookInputError, OutsideProject)):
+        return
+    try:
+        from .notice import record_failure
+
+        record_failure(project, event, exc)
+    except Exception:  # only a record: the hook has said what failed
+        pass
 
 
 def _say(message: str) -> None:
