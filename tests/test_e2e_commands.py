@@ -128,6 +128,10 @@ def test_slash_commands_show_why_remember_forget_undo_and_learn_through_the_cli(
         asked, _ = claude("Run the linter, then the tests")
         for number, session in enumerate((shown["session_id"], asked["session_id"]), 1):
             transcript = next(config.glob(f"projects/*/{session}.jsonl"))
+            # a request this machine made, noted where the hook notes it (under Claude Code's directory here)
+            subprocess.run([sys.executable, "-c", "import sys; from pathlib import Path; "
+                            "from playbook.learner.made_here import note; note(Path(sys.argv[1]), *sys.argv[2:])",
+                            str(project), f"req-{number}", str(transcript)], env=env, check=True, cwd=ROOT)
             repo.append([RequestLearning(request=f"req-{number}", hook="SessionEnd", transcript=str(transcript),
                                          session=session)], Cause(source="hook:SessionEnd", session=session))
         before = len(api.message_bodies())

@@ -18,6 +18,7 @@ from eventlog.domain import KeyPoint, PlaybookState
 from eventlog.events import Cause, KeyPointAbsorbed, KeyPointAdded, KeyPointEvaluated, KeyPointsMerged
 from eventlog.events import OperationSkipped
 from eventlog.evolve import fold
+from playbook.learner.bootstrap import transcripts_dir
 from playbook.commands.audit import revert
 from playbook.commands.cli import main
 from playbook.learner.learn import learn_pending, request_learning
@@ -157,7 +158,8 @@ def test_ten_cycles_relearning_one_lesson_keep_one_id_that_the_ratings_reach(pro
         monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
         for number in range(1, len(REWORDED) + 1):
-            transcript = tmp_path / f"session-{number}.jsonl"
+            transcript = transcripts_dir(project, tmp_path) / f"session-{number}.jsonl"  # this project's sessions
+            transcript.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(FIXTURES / "tool_use_resumed.jsonl", transcript)
             request_learning(project, "SessionEnd", str(transcript), f"session-{number}", "other")
             assert [o.status for o in learn_pending(project)] == ["completed"]
