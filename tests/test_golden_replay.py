@@ -11,6 +11,7 @@ Set UPDATE_GOLDEN=1 to rewrite them after an intended change.
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import json
 import os
@@ -67,8 +68,13 @@ def _fixed_datetime(clock: Clock) -> type:
 
 def _fix_time_and_ids(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every module of the project that reads the clock or draws a uuid gets a scripted one."""
-    import playbook.learner.models  # noqa: F401 - modules the learner imports lazily read the clock too
-    import projections.usage  # noqa: F401
+    # Every module that reads the clock, imported now: one imported later would read the real clock, and how
+    # many ticks a replay takes would hang on which tests ran in this process before it.
+    for module in ("playbook.learner.models", "projections.usage", "projections.outside", "projections.anchors",
+                   "projections.pagedata", "eventlog.jsonl", "playbook.wiring.diagnostics", "playbook.wiring.notice",
+                   "playbook.wiring.doctor_project", "playbook.learner.retries", "playbook.learner.review",
+                   "playbook.learner.learn", "playbook.commands.when"):
+        importlib.import_module(module)
 
     clock = Clock()
     fixed = _fixed_datetime(clock)
