@@ -3,8 +3,16 @@ and the exit status is 130 or 143, never a traceback. Standard library only: ins
 
 from __future__ import annotations
 
-import signal
 import sys
+
+TYPE_CHECKING = False  # not typing's: every hook and command imports this module first
+if TYPE_CHECKING:
+    import signal
+else:
+    try:  # the C half of `signal`: the module wraps it in enums, whose import every hook would pay (~7 ms)
+        import _signal as signal
+    except ImportError:  # pragma: no cover - an interpreter without it
+        import signal
 
 
 class Terminated(KeyboardInterrupt):
