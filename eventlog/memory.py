@@ -12,7 +12,7 @@ from .errors import PositionMismatch
 from .events import Cause, Event, TailRepaired, UnknownRecord
 from .evolve import apply_transaction
 from . import storage
-from .positions import Committed, Position, TornTail, Transaction, Written
+from .positions import Position, TornTail, Transaction, Written
 
 
 class InMemoryEventStore:

@@ -24,7 +24,7 @@ from typing import IO, Any
 import msgspec
 
 from .domain import PlaybookState
-from .events import Event, TransactionCommitted
+from .events import TransactionCommitted
 from . import registry
 from .evolve import apply_records, apply_transaction, commit_view, fold_views, fold_views_with
 from .files import DIR_MODE, FILE_MODE, SHARED_FILES

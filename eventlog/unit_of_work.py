@@ -12,7 +12,7 @@ from __future__ import annotations
 from .decision import Decision
 from .domain import PlaybookState
 from .errors import CorruptLogError
-from .events import Cause, Event, TailRepaired
+from .events import Cause, Event
 from .evolve import apply
 from .positions import Committed, Position
 from .storage import Decider, EventStore

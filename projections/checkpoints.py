@@ -19,7 +19,7 @@ from eventlog.checks import hash_at
 from eventlog.safefiles import directory as opened_dir, remove, write_atomically
 from eventlog.store import Position
 
-from .quickroads import CHECKPOINT_DIR, LOG_NAME
+from .quickroads import LOG_NAME
 
 CHECKPOINT_EVERY = 50_000
 

@@ -13,12 +13,13 @@ from pathlib import Path
 
 from . import quickroads
 from .protective import COMBINE
-from .quickroads import MAX_SETTINGS_BYTES, SETTINGS_NAME
+from .quickroads import MAX_SETTINGS_BYTES
 
 
 def settings_paths(project: Path) -> tuple[Path, Path]:
-    """The user's and the project's settings files, in the order they apply."""
-    return user_config_dir() / SETTINGS_NAME, project / ".claude" / SETTINGS_NAME
+    """The user's and the project's settings files, in the order they apply (`quickroads.settings_paths`)."""
+    user, project_file = quickroads.settings_paths(project)
+    return Path(user), Path(project_file)
 
 
 def read_settings(path: Path) -> dict[str, object]:

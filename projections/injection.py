@@ -16,7 +16,6 @@ left out is counted in one closing line.
 from __future__ import annotations
 
 import heapq
-import os
 from bisect import insort
 from collections.abc import Iterable, Iterator
 from heapq import heapify, heappop

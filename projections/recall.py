@@ -25,7 +25,7 @@ from eventlog.domain import PlaybookState
 
 from .config import read_settings, setting_number, settings_paths
 from .injection import injection_file
-from .quickroads import MAX_INDEX_BYTES, RECALL_FORMAT, RECALL_NAME, terms
+from .quickroads import MAX_INDEX_BYTES, RECALL_FORMAT, terms
 
 RECALL_KEY = "playbook_recall"
 MAX_CHARS_KEY = "playbook_recall_max_chars"

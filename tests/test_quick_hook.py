@@ -18,6 +18,7 @@ from eventlog.events import Cause
 from playbook.learner.backend import find_claude, model_config
 from playbook.quick.quick_hook import _which, can_reach_model, nothing_to_do, switches
 from playbook.wiring.settings import load_settings
+from projections.quickroads import ALL_OFF
 from projections.quickroads import notice_path
 from projections.repository import PlaybookRepository
 
@@ -198,4 +199,4 @@ def test_the_switches_the_decision_reads_are_the_settings_learning_has(env, monk
                                         if key.startswith("playbook_update_on_")}
     for key in quick_hook.SWITCHES:
         monkeypatch.setenv(key.upper(), "0")
-    assert notice.learning_blocker(Path(env["CLAUDE_PROJECT_DIR"]), PlaybookState()) == quick_hook.ALL_OFF
+    assert notice.learning_blocker(Path(env["CLAUDE_PROJECT_DIR"]), PlaybookState()) == ALL_OFF

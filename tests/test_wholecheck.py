@@ -20,7 +20,8 @@ from eventlog.logformat import COMMIT
 from eventlog.store import LogReader
 from eventlog.wholecheck import _ChainElsewhere, halves_fold, parallel_fold
 from playbook.commands.audit import stats
-from projections.checkpoints import CHECKPOINT_DIR, Checkpoint
+from projections.checkpoints import Checkpoint
+from projections.quickroads import CHECKPOINT_DIR
 from projections.repository import PlaybookRepository
 from projections.verify import verify
 

@@ -76,7 +76,6 @@ def cmd_merge_driver(args: argparse.Namespace) -> int:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from playbook.rendering import report
     from .merging import merge_file, summary
 
     outcome = merge_file(playbook_of(args), Path(args.other))

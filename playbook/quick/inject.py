@@ -7,7 +7,6 @@ falls back to the full machinery, which brings the projection up to date.
 """
 
 import os
-import stat
 import sys
 import time
 

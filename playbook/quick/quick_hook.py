@@ -19,7 +19,7 @@ import os
 import stat
 
 from projections.protective import COMBINE
-from projections.quickroads import (ALL_OFF, HOOK_CAUSES, INJECTION_NAME, LEARNING_LINES, MAX_SETTINGS_BYTES,
+from projections.quickroads import (HOOK_CAUSES, INJECTION_NAME, LEARNING_LINES, MAX_SETTINGS_BYTES,
                                     MAX_STDIN, PLAYBOOK_FILES, SETTINGS_NAME, SWITCHES, claude_outside, read_notice,
                                     read_small, top_level_strings)
 
