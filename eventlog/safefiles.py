@@ -288,3 +288,38 @@ def remove_file(path: PathLike, root: PathLike) -> bool:
             return remove(dir_fd, name)
     except FileNotFoundError:
         return False
+
+
+def _clear(dir_fd: int) -> None:
+    """Remove everything in the directory `dir_fd`, depth first; a link is removed itself, never followed."""
+    for name in os.listdir(dir_fd):
+        if stat.S_ISDIR(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
+            inner = os.open(name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=dir_fd)
+            try:
+                _clear(inner)
+            finally:
+                os.close(inner)
+            os.rmdir(name, dir_fd=dir_fd)
+        else:
+            os.unlink(name, dir_fd=dir_fd)
+
+
+def remove_tree(path: PathLike, root: PathLike) -> bool:
+    """Remove the directory `path` under `root` and all it holds; False when it is absent.
+
+    Follows no link below `root`, and none inside the tree: a link in it is removed itself."""
+    parent, name = os.path.split(os.fspath(path))
+    try:
+        with directory(parent, root) as dir_fd:
+            try:
+                inner = os.open(_name(name), _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=dir_fd)
+            except FileNotFoundError:
+                return False
+            try:
+                _clear(inner)
+            finally:
+                os.close(inner)
+            os.rmdir(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return False
+    return True

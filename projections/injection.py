@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import insort
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from heapq import heapify, heappop
 from itertools import chain, filterfalse, islice
 from pathlib import Path
@@ -28,7 +28,7 @@ from eventlog.domain import SECTION_SLUGS, KeyPoint, PlaybookState, Usage
 
 from .config import setting_number
 from .quickroads import projection_header
-from .render import USER_HEADING, format_sections, load_template
+from .render import USER_HEADING, format_sections, load_template, org_heading
 
 PREFERENCES = "USER PREFERENCES"
 
@@ -72,10 +72,17 @@ class Injection(msgspec.Struct, frozen=True):
     tokens: int
     user_included: list[str] = []
     user_left_out: list[str] = []
+    org_included: list[str] = []
+    """The orgs' key points in the text, as `<org>/<id>`; `org_left_out` those the budget left out."""
+    org_left_out: list[str] = []
 
 
 USER_PREFIX = "user:"
 """How the user-level playbook's key points are named in the injected text, apart from the project's."""
+ORG_PREFIX = "org:"
+"""How an org's key points are named in the injected text: `[org:<org>/<id>]`."""
+Orgs = Sequence[tuple[str, PlaybookState]]
+"""The orgs' playbooks injected between the user's and the project's: (org name, its state), in order."""
 
 
 def estimate_tokens(text: str) -> int:
@@ -178,25 +185,29 @@ class Ranking:
 
 
 def plan(state: PlaybookState, budget: int, user: PlaybookState | None = None,
-         ranking: Ranking | None = None) -> Injection:
+         ranking: Ranking | None = None, orgs: Orgs = ()) -> Injection:
     """What the next session receives under `budget` estimated tokens (0: no budget), with the user-level
-    playbook `user` (if any) ahead of the project's. `ranking`, when given, is `state`'s (`Ranking.of`).
+    playbook `user` (if any) ahead of the project's, and the orgs' between them. `ranking`, when given, is
+    `state`'s (`Ranking.of`).
 
     Guarantee: the text, closing line included, is within the budget whenever the fixed
     frame (instructions and headers) is; the user-level playbook's key points are taken first,
     then the project's USER PREFERENCES, then the best track record first (`score`, then the
-    most recently used), stale key points last; the key points kept appear in their playbook order.
+    most recently used), stale key points last; the key points kept appear in their playbook order. An org's
+    key points are ranked as the project's are (an org playbook carries no usage of this machine's).
     """
     if state.disabled:  # `playbook disable`: the session is given nothing, and nothing is recalled
         return Injection("", [], [], budget, 0)
     if user is not None and user.disabled:  # `playbook disable --user`: the user-level playbook is left out
         user = None
-    playbooks = [state] if user is None else [user, state]
-    mine, theirs, sorted_, chars, shortest = _items(state, user, len(playbooks) - 1, ranking)
+    orgs = [(name, org) for name, org in orgs if not org.disabled]
+    layers = _Layers(user is not None, [name for name, _org in orgs])
+    playbooks = [*([user] if user is not None else []), *(org for _name, org in orgs), state]
+    mine, theirs, sorted_, chars, shortest = _items(state, playbooks[:-1], layers, ranking)
     # The whole playbook is rendered only when it may fit: its texts alone, at a token per 4 characters at
     # least, already exceed a budget they are over 4 times as long as.
     if budget <= 0 or chars <= 4 * budget:
-        whole = _whole(playbooks, user is not None, budget)
+        whole = _whole(playbooks, layers, budget)
         if whole is not None:
             return whole
     # In rank order, taken as the loop asks: it stops once no line fits, usually a few hundred in.
@@ -205,52 +216,77 @@ def plan(state: PlaybookState, budget: int, user: PlaybookState | None = None,
         ranked = heapq.merge(_in_order(theirs), mine) if theirs else mine
     else:
         ranked = _in_order(mine + theirs)
-    room = budget - _frame(user is not None, len(mine) + len(theirs), budget)
-    picked = _pick(ranked, room, 26 + shortest, len(playbooks), user is not None)
-    return _assemble(playbooks, picked, user is not None, budget)
+    room = budget - _frame(layers, len(mine) + len(theirs), budget)
+    picked = _pick(ranked, room, 26 + shortest, layers)
+    return _assemble(playbooks, picked, layers, budget)
 
 
-def _items(state: PlaybookState, user: PlaybookState | None, which: int, ranking: Ranking | None
+class _Layers:
+    """The playbooks of an injection, in order: the user-level one (`has_user`), the orgs' (`orgs`, their
+    names), the project's last; each one's prefix for its ids and heading for its sections."""
+
+    __slots__ = ("has_user", "orgs", "prefixes", "headings")
+
+    def __init__(self, has_user: bool, orgs: list[str]) -> None:
+        self.has_user, self.orgs = has_user, orgs
+        self.prefixes = [*([USER_PREFIX] if has_user else []), *(f"{ORG_PREFIX}{name}/" for name in orgs), ""]
+        self.headings = [*([USER_HEADING] if has_user else []), *(org_heading(name) for name in orgs), ""]
+
+    def split(self, names: list[list[str]]) -> tuple[list[str], list[str], list[str]]:
+        """Per-playbook `names` as (the project's, the user's, the orgs' as `<org>/<id>`)."""
+        user = names[0] if self.has_user else []
+        first = 1 if self.has_user else 0
+        org = [f"{name}/{kp}" for name, found in zip(self.orgs, names[first:first + len(self.orgs)]) for kp in found]
+        return names[-1], user, org
+
+
+def _items(state: PlaybookState, others: list[PlaybookState], layers: _Layers, ranking: Ranking | None
            ) -> tuple[list[Item], list[Item], bool, int, int]:
-    """The items of `state` (playbook index `which`) and of `user`, whether `state`'s are sorted already
-    (`ranking` was its), the length of all their texts and of the shortest line's name and text together."""
+    """The items of `state` (the last playbook) and of `others` (the user's, the orgs'), whether `state`'s are
+    sorted already (`ranking` was its), the length of all their texts and of the shortest line's name and text
+    together."""
     # Ranking: the user's own first, preferences next, stale last, then track record; the position inside
     # its section breaks ties, so equal records are taken from every section in turn rather than one's tail.
+    which = len(others)
     if ranking is not None and ranking.which == which and not ranking.users:
         mine, sorted_ = ranking.items, True
         chars, shortest = ranking.chars, ranking.shortest
     else:
         mine, chars, shortest = _ranked(state, which, False)
         sorted_ = False
-    theirs, their_chars, their_shortest = _ranked(user, 0, True) if user is not None else ([], 0, 0)
-    if theirs:
-        chars += their_chars
-        shortest = min(shortest, their_shortest + len(USER_PREFIX)) if mine else their_shortest + len(USER_PREFIX)
+    theirs: list[Item] = []
+    for index, other in enumerate(others):
+        found, their_chars, their_shortest = _ranked(other, index, index == 0 and layers.has_user)
+        if found:
+            chars += their_chars
+            length = their_shortest + len(layers.prefixes[index])
+            shortest = min(shortest, length) if mine or theirs else length
+            theirs += found
     return mine, theirs, sorted_, chars, shortest
 
 
-def _whole(playbooks: list[PlaybookState], has_user: bool, budget: int) -> Injection | None:
+def _whole(playbooks: list[PlaybookState], layers: _Layers, budget: int) -> Injection | None:
     """Every key point of `playbooks`, when they fit in `budget` (or there is none); else None."""
-    full = _render(playbooks, [set(p.where) for p in playbooks])
+    full = _render(playbooks, [set(p.where) for p in playbooks], layers)
     if budget <= 0 or estimate_tokens(full) <= budget:
-        names = [[kp.name for _section, kp in p.entries()] for p in playbooks]
-        return Injection(full, names[-1], [], budget, estimate_tokens(full), names[0] if has_user else [])
+        project, user, org = layers.split([[kp.name for _section, kp in p.entries()] for p in playbooks])
+        return Injection(full, project, [], budget, estimate_tokens(full), user, org_included=org)
     return None
 
 
-def _frame(has_user: bool, count: int, budget: int) -> int:
+def _frame(layers: _Layers, count: int, budget: int) -> int:
     """The estimated tokens of everything but the key points' lines: instructions, headings, closing line."""
     frame = estimate_tokens(load_template("playbook.txt").format(key_points=""))
-    headings = [""] if not has_user else [USER_HEADING, ""]
-    frame += sum(estimate_tokens(f"## {section}{heading}\n\n") for heading in headings for section in SECTION_SLUGS)
+    frame += sum(estimate_tokens(f"## {section}{heading}\n\n") for heading in layers.headings
+                 for section in SECTION_SLUGS)
     return frame + estimate_tokens(left_out_line(count, budget))
 
 
-def _pick(ranked: Iterable[Item], room: int, floor: int, playbooks: int, has_user: bool
+def _pick(ranked: Iterable[Item], room: int, floor: int, layers: _Layers
           ) -> list[list[tuple[int, int, KeyPoint]]]:
     """For each playbook, the (section index, position, key point) of each item of `ranked` taken, in rank
     order, while their lines fit in `room` tokens; no line is shorter than `floor` characters."""
-    picked: list[list[tuple[int, int, KeyPoint]]] = [[] for _ in range(playbooks)]
+    picked: list[list[tuple[int, int, KeyPoint]]] = [[] for _ in layers.prefixes]
     blocked, current = False, 0
     for item in ranked:
         if floor > 4 * room:  # no key point's line fits in what is left: none is taken after this
@@ -260,7 +296,7 @@ def _pick(ranked: Iterable[Item], room: int, floor: int, playbooks: int, has_use
             if blocked:  # a tier is entered only when every key point of the tiers before it fitted
                 break
             current = tier
-        prefix = USER_PREFIX if which == 0 and has_user else ""
+        prefix = layers.prefixes[which]
         if len(prefix) + len(kp.name) + len(kp.text) + 26 > 4 * room:  # its line is longer: more than `room` tokens
             blocked = True
             continue
@@ -273,14 +309,14 @@ def _pick(ranked: Iterable[Item], room: int, floor: int, playbooks: int, has_use
     return picked
 
 
-def _assemble(playbooks: list[PlaybookState], picked: list[list[tuple[int, int, KeyPoint]]], has_user: bool,
+def _assemble(playbooks: list[PlaybookState], picked: list[list[tuple[int, int, KeyPoint]]], layers: _Layers,
               budget: int) -> Injection:
     """The injection of the `picked` key points, in their playbook order, with the closing line."""
     kept: list[dict[str, list[tuple[str, str, int, int]]]] = []
     included: list[list[str]] = []
     left_out: list[list[str]] = []
     for which, (playbook, found) in enumerate(zip(playbooks, picked)):
-        prefix = USER_PREFIX if which == 0 and has_user else ""
+        prefix = layers.prefixes[which]
         found.sort(key=lambda entry: entry[:2])  # playbook order: section, then position in it
         chosen = {kp.name for _s, _p, kp in found}
         left_out.append(list(filterfalse(chosen.__contains__, chain.from_iterable(playbook.sections.values()))))
@@ -289,11 +325,14 @@ def _assemble(playbooks: list[PlaybookState], picked: list[list[tuple[int, int, 
         kept.append({})
         for section_index, _position, kp in found:
             kept[-1].setdefault(sections[section_index], []).append((prefix + kp.name, kp.text, kp.helpful, kp.harmful))
-    text = format_sections(kept[-1], user=kept[0] if has_user else None)
+    first = 1 if layers.has_user else 0
+    text = format_sections(kept[-1], user=kept[0] if layers.has_user else None,
+                           orgs=list(zip(layers.orgs, kept[first:first + len(layers.orgs)])))
     left = sum(len(names) for names in left_out)
     text = (text.rstrip("\n") + "\n\n" if text else "") + left_out_line(left, budget) + "\n"
-    return Injection(text, included[-1], left_out[-1], budget, estimate_tokens(text),
-                     included[0] if has_user else [], left_out[0] if has_user else [])
+    project, user, org = layers.split(included)
+    project_out, user_out, org_out = layers.split(left_out)
+    return Injection(text, project, project_out, budget, estimate_tokens(text), user, user_out, org, org_out)
 
 
 def _in_order(items: list[Item]) -> Iterator[Item]:
@@ -304,15 +343,19 @@ def _in_order(items: list[Item]) -> Iterator[Item]:
         yield heappop(items)
 
 
-def _render(playbooks: list[PlaybookState], chosen: list[set[str]]) -> str:
+def _render(playbooks: list[PlaybookState], chosen: list[set[str]], layers: _Layers | None = None) -> str:
+    """The text of the `chosen` key points of `playbooks` (without `layers`: the user's, if two, and the project's)."""
+    if layers is None:
+        layers = _Layers(len(playbooks) > 1, [])
     def sections(playbook: PlaybookState, names: set[str], prefix: str) -> dict[str, list[tuple[str, str, int, int]]]:
         return {section: [(prefix + kp.name, kp.text, kp.helpful, kp.harmful)
                           for kp in section_entries.values() if kp.name in names]
                 for section, section_entries in playbook.sections.items()}
 
-    if len(playbooks) == 1:
-        return format_sections(sections(playbooks[0], chosen[0], ""))
-    return format_sections(sections(playbooks[1], chosen[1], ""), user=sections(playbooks[0], chosen[0], USER_PREFIX))
+    rendered = [sections(p, names, prefix) for p, names, prefix in zip(playbooks, chosen, layers.prefixes)]
+    first = 1 if layers.has_user else 0
+    return format_sections(rendered[-1], user=rendered[0] if layers.has_user else None,
+                           orgs=list(zip(layers.orgs, rendered[first:first + len(layers.orgs)])))
 
 
 def hook_output(state: PlaybookState, budget: int = DEFAULT_BUDGET) -> bytes:

@@ -200,16 +200,34 @@ def user_mark(directory: str | os.PathLike[str]) -> str:
     return "%d:%d" % (size, mtime)
 
 
+ORG_DIR = "org"
+"""Under the user-level directory, the organisations' playbooks: one directory per org, and ORG_PROJECTION."""
+ORG_PROJECTION = "playbook.org.json"
+"""The orgs' key points as injected (verified, scrubbed), in `<user_dir>/org/`: written when an org is fetched,
+added or removed, and only then."""
+
+
+def org_mark() -> str:
+    """`+<size>:<mtime_ns>` of the org projection, "" when there is none: one lstat, no link followed."""
+    try:
+        status = os.lstat(os.path.join(user_dir(), ORG_DIR, ORG_PROJECTION))
+    except (OSError, ValueError):
+        return ""
+    if not stat.S_ISREG(status.st_mode):
+        return ""
+    return "+%d:%d" % (status.st_size, status.st_mtime_ns)
+
+
 def injected_user_mark(claude_dir: str) -> str:
-    """`user_mark` of the user-level playbook injected with `claude_dir`'s; "-" when there is none or it is
-    the project's own directory."""
+    """`user_mark` of the user-level playbook injected with `claude_dir`'s ("-" when there is none or it is
+    the project's own directory), followed by `org_mark` when orgs' playbooks are injected too."""
     directory = user_dir()
     try:
         if os.path.realpath(directory) == os.path.realpath(claude_dir):
-            return "-"
+            return "-" + org_mark()
     except (OSError, ValueError):
-        return "-"
-    return user_mark(directory)
+        return "-" + org_mark()
+    return user_mark(directory) + org_mark()
 
 
 def projection_header(log_size: int, snapshot_mtime_ns: int, stamp: str, user: str | None = None) -> bytes:

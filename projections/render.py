@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
@@ -32,12 +33,20 @@ USER_HEADING = " (user-level: yours in every project)"
 """What follows a section's header for the user-level playbook's key points, which come first."""
 
 
+def org_heading(name: str) -> str:
+    """What follows a section's header for an org's key points, after the user's and before the project's."""
+    return f" (org {name}: your organisation's, in every project)"
+
+
 def format_sections(sections: dict[str, list[tuple[Any, Any, Any, Any]]],
-                    user: dict[str, list[tuple[Any, Any, Any, Any]]] | None = None) -> str:
+                    user: dict[str, list[tuple[Any, Any, Any, Any]]] | None = None,
+                    orgs: Sequence[tuple[str, dict[str, list[tuple[Any, Any, Any, Any]]]]] = ()) -> str:
     """Key point blocks under `## SECTION` headers in canonical order, the `user` ones (the user-level
-    playbook's) first under headers of their own; "" when every section is empty."""
+    playbook's) first under headers of their own, then each of `orgs` (name, sections); "" when every section
+    is empty."""
     blocks = []
-    for entries_of, heading in ((user or {}, USER_HEADING), (sections, "")):
+    layers = [(user or {}, USER_HEADING), *((entries, org_heading(name)) for name, entries in orgs), (sections, "")]
+    for entries_of, heading in layers:
         for section in SECTION_SLUGS:
             entries = entries_of.get(section) or []
             if entries:

@@ -36,6 +36,7 @@ from .config import settings_stamp
 from .injection import Ranking, injection_budget, injection_file, output_of, plan
 from .injection import waiting_for_review
 from .kept import Kept, still_current, texts_after
+from .orgs import org_playbooks
 from .outside import Divergence, Housekept, Outside, divergence
 from .quickroads import CHECKPOINT_DIR, INJECTION_NAME, LOG_NAME, RECALL_NAME, SNAPSHOT_NAME, user_mark
 from .recall import recall_file
@@ -313,13 +314,16 @@ class PlaybookRepository:
             stamp = settings_stamp(project)  # before the settings are read: a change meanwhile leaves it stale
             mtime = self.snapshot_path.stat().st_mtime_ns
             user, mark = (state, "-") if self.user_level else self.user_playbook()
+            orgs, org = org_playbooks()  # its mark taken before it is read, as the user's
+            mark += org
             if rank and not self.user_level:
-                which = 1 if user is not None and not user.disabled else 0
+                which = (1 if user is not None and not user.disabled else 0) + sum(not o.disabled for _n, o in orgs)
                 if ranking is None or ranking.which != which:
                     ranking = Ranking.of(state, which)
             else:
                 ranking = None
-            planned = plan(PlaybookState() if self.user_level else state, injection_budget(project), user, ranking)
+            planned = plan(PlaybookState() if self.user_level else state, injection_budget(project), user, ranking,
+                           orgs)
             replace_if_changed(self.injection_path,
                                injection_file(position.offset, mtime, output_of(planned, waiting_for_review(state)),
                                               stamp, mark), root=self.root)

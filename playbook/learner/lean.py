@@ -15,6 +15,7 @@ from eventlog.domain import PlaybookState
 from eventlog.events import Cause, Event
 from eventlog.evolve import fold
 from projections.config import setting_number
+from projections.orgs import org_playbooks
 from projections.injection import Injection, injection_budget, plan
 from projections.repository import PlaybookRepository
 
@@ -30,9 +31,10 @@ class _HookOutput(msgspec.Struct):
 def current_plan(repo: PlaybookRepository, state: PlaybookState | None = None) -> Injection:
     """The injection plan for the playbook now, under the budget in force for the project."""
     state = repo.state() if state is None else state
+    orgs = org_playbooks()[0]
     if repo.user_level:
-        return plan(PlaybookState(), injection_budget(repo.claude_dir.parent), state)
-    return plan(state, injection_budget(repo.claude_dir.parent), repo.user_playbook()[0])
+        return plan(PlaybookState(), injection_budget(repo.claude_dir.parent), state, orgs=orgs)
+    return plan(state, injection_budget(repo.claude_dir.parent), repo.user_playbook()[0], orgs=orgs)
 
 
 def injected_context(repo: PlaybookRepository) -> Injection:

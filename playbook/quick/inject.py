@@ -14,7 +14,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 from projections.quickroads import (INJECTION_NAME, LOG_NAME, MAX_PROJECTION_BYTES, MISSING_PYTHON,  # noqa: E402
                                     SNAPSHOT_NAME, claude_outside, current_body, due_notice, environment_line,
-                                    hook_line, json_quote, missing_python_line, storage_line, user_dir)
+                                    hook_line, json_quote, missing_python_line, org_mark, storage_line,
+                                    user_dir)
 
 
 def _fast(claude_dir: str, user_level: bool = False) -> "bytes | None":  # a string: any Python 3 runs this
@@ -99,9 +100,9 @@ def main() -> int:
                                   for name in (LOG_NAME, SNAPSHOT_NAME)):
         # No playbook in this project: the user-level one's own projection, or nothing.
         output = _fast(user_dir(), user_level=True)
-        if output is None and not any(os.path.lexists(os.path.join(user_dir(), name))
-                                      for name in (LOG_NAME, SNAPSHOT_NAME)):
-            output = b""
+        if output is None and not org_mark() and not any(os.path.lexists(os.path.join(user_dir(), name))
+                                                         for name in (LOG_NAME, SNAPSHOT_NAME)):
+            output = b""  # nothing anywhere; with orgs' playbooks alone, the full hook gives theirs
     if output is None:
         try:
             # Started with -S for speed: only now bring in site-packages, and not this script's directory.

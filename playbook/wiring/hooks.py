@@ -17,6 +17,7 @@ from eventlog.domain import PlaybookState
 from eventlog.errors import PlaybookError
 
 from projections.injection import injection_budget, output_of, plan
+from projections.orgs import org_playbooks
 from projections.quickroads import (HOOK_CAUSES, INJECTION_NAME, MAX_PROJECTION_BYTES, MAX_STDIN, current_body,
                                     not_folded_line, too_large_to_fold)
 from projections.snapshot import read_snapshot, state_of
@@ -59,7 +60,9 @@ def session_start_output(project: Path | str) -> bytes:
     if not repo.log_path.exists() and not repo.snapshot_path.exists():
         repo = user_repository()
         if not repo.log_path.exists() and not repo.snapshot_path.exists():
-            return b""
+            # No playbook here nor a user-level one: the orgs' alone, if any (nothing is written).
+            orgs = org_playbooks()[0]
+            return output_of(plan(PlaybookState(), injection_budget(Path(project)), orgs=orgs)) if orgs else b""
         if (unfolded := _unfolded(repo.claude_dir)) is not None:
             return unfolded
         repo.refresh()
@@ -74,8 +77,10 @@ def session_start_output(project: Path | str) -> bytes:
         if found is not None and found.snapshot is not None:
             held = state_of(found.snapshot)[0]
             if repo.user_level:
-                return output_of(plan(PlaybookState(), injection_budget(Path(project)), held))
-            return output_of(plan(held, injection_budget(Path(project)), repo.user_playbook()[0]))
+                return output_of(plan(PlaybookState(), injection_budget(Path(project)), held,
+                                      orgs=org_playbooks()[0]))
+            return output_of(plan(held, injection_budget(Path(project)), repo.user_playbook()[0],
+                                  orgs=org_playbooks()[0]))
     try:
         data = repo.injection_path.read_bytes()
     except OSError:
