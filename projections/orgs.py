@@ -115,7 +115,13 @@ def write_projection(projection: OrgProjection) -> None:
 
         remove_file(path, Path(user_dir()))
         return
-    write_file(path, msgspec.json.encode(projection) + b"\n", Path(user_dir()))
+    data = msgspec.json.encode(projection) + b"\n"
+    try:
+        if read_capped(str(path), MAX_ORG_PROJECTION, os.O_NOFOLLOW) == data:
+            return  # unchanged: every project's projection stays current
+    except OSError:
+        pass
+    write_file(path, data, Path(user_dir()))
 
 
 def entries_of(name: str, state: PlaybookState, scrub: bool = True) -> OrgEntries:

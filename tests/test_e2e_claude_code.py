@@ -163,3 +163,50 @@ def test_the_repository_works_as_a_claude_code_plugin(tmp_path):
         assert result.returncode == 0, result.stderr
         seen = claude_code_requests(api)
     assert any("[ctx-001] helpful=2 harmful=0 :: the API lives in server/" in t for t in seen), seen
+
+
+def test_an_org_lesson_reaches_the_session_ahead_of_the_projects_within_the_budget(tmp_path):
+    from eventlog.decide import ApplyOperations
+    from eventlog.events import Cause
+    from projections.injection import estimate_tokens
+    from tests.gittools import Git, git_env
+
+    project, home, budget = tmp_path / "project", tmp_path / "home", 700
+    (project / ".claude").mkdir(parents=True)
+    home.mkdir()
+    env = git_env(home)
+    # The org's repository: a bare one, its playbook written in a clone and pushed.
+    Git(tmp_path, env)("init", "--quiet", "--bare", str(tmp_path / "org.git"))
+    Git(tmp_path, env)("clone", "--quiet", str(tmp_path / "org.git"), str(tmp_path / "org-work"))
+    PlaybookRepository(tmp_path / "org-work" / ".claude").append(
+        [ApplyOperations([{"type": "ADD", "text": "every service logs JSON to stdout", "section": "PROJECT CONTEXT"}])],
+        Cause(source="test"))
+    work = Git(tmp_path / "org-work", env)
+    work("add", ".claude/playbook.events.jsonl")
+    work("commit", "--quiet", "-m", "the org's playbook")
+    work("push", "--quiet", "origin", "HEAD")
+    # The project's own playbook: more than the budget holds.
+    PlaybookRepository(project / ".claude").append(
+        [ApplyOperations([{"type": "ADD", "text": f"project rule {i}: " + "keep it simple " * 12,
+                           "section": "PATTERNS & APPROACHES"} for i in range(30)])], Cause(source="test"))
+    (project / ".claude" / "playbook.settings.json").write_text(json.dumps(
+        {"playbook_injection_budget": budget, "playbook_update_on_exit": False, "playbook_update_on_clear": False,
+         "playbook_update_on_subagent_stop": False, "playbook_update_on_precompact": False}))
+    clean_env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "PLAYBOOK_"))}
+    for args in (["install"], ["org", "add", str(tmp_path / "org.git"), "--name", "acme"]):
+        done = subprocess.run([sys.executable, "-m", "playbook", "--project", str(project), *args],
+                              capture_output=True, text=True, env={**clean_env, "HOME": str(home)}, cwd=project)
+        assert done.returncode == 0, done.stderr
+
+    with FakeAnthropic(respond) as api:
+        result = run_claude(project, home, api, "Where do the logs go?")
+        assert result.returncode == 0, result.stderr
+        seen = claude_code_requests(api)
+    org_line = "[org:acme/ctx-001] helpful=0 harmful=0 :: every service logs JSON to stdout"
+    [text] = [t for t in seen if org_line in t][:1] or [None]
+    assert text is not None, seen
+    assert text.index(org_line) < text.index("[pat-001] helpful=0 harmful=0 :: project rule 0")
+    start = text.index("# Playbook")
+    end = text.index(f"within {budget} tokens", start)
+    context = text[start:text.index(")", end) + 1]
+    assert "more key points left out" in context and estimate_tokens(context) <= budget

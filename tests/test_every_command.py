@@ -34,6 +34,7 @@ PLACEHOLDERS: dict[str, Callable[[Path], str]] = {
     "path": lambda tmp: ".claude/playbook.events.jsonl",
     "name": lambda tmp: "post-merge",
     "hook_args": lambda tmp: "0",
+    "org_command": lambda tmp: "list",
 }
 """A value for each positional argument, by its name; a new one fails the test below until it is given one."""
 OPTIONS: dict[str, Callable[[Path], list[str]]] = {

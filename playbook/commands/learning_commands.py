@@ -68,6 +68,11 @@ def cmd_learn(args: argparse.Namespace) -> int:
         print(f"{pending.request}: failed {pending.attempts} time(s), tried again{at} (playbook learn --retry: now)")
     if not outcomes and not waiting:
         print("no pending learning")
+    if outcomes:
+        from .org_layer import fetch_due
+
+        for line in fetch_due():  # the orgs not fetched for a day, after learning: never on a hook's path
+            print(clean(line))
     return 0
 
 

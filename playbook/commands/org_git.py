@@ -102,8 +102,8 @@ def entry(git_dir: Path, commit: str, path: str) -> Blob | None:
         mode, kind, oid, size = meta.decode().split()
         if depth < len(parts) - 1:
             if kind != "tree":
-                raise GitFailed(f"{'/'.join(parts[:depth + 1])} is a {'link' if mode == '120000' else kind} in the "
-                                "repository, not a directory")
+                what = "a link" if mode == "120000" else f"a {kind}"
+                raise GitFailed(f"{'/'.join(parts[:depth + 1])} is {what} in the repository, not a directory")
             tree = oid
             continue
         return Blob(path, mode, oid, int(size) if size.isdigit() else -1)
@@ -117,7 +117,7 @@ def read_blob(git_dir: Path, blob: Blob, limit: int) -> bytes:
     if blob.mode not in ("100644", "100755"):
         raise GitFailed(f"{blob.path} is not a regular file in the repository (mode {blob.mode})")
     if not 0 <= blob.size <= limit:
-        raise GitFailed(f"{blob.path} is {blob.size / 1e6:.0f} MB, more than the {limit >> 20} MiB taken")
+        raise GitFailed(f"{blob.path} is {blob.size:,} bytes, more than the {limit:,} taken")
     data = git(git_dir, "cat-file", "blob", blob.oid)
     if len(data) != blob.size:
         raise GitFailed(f"{blob.path} does not have the size its tree says")

@@ -106,6 +106,15 @@ def fetch(names: list[str] | None = None, quiet: bool = False, due_only: bool = 
     return results
 
 
+def fetch_due() -> list[str]:
+    """Fetch, without asking for credentials, the orgs not tried in the last day; the line of each refused or
+    failed fetch. Never raises: a background fetch only reports (orgs.json keeps the reason for `doctor`)."""
+    try:
+        return [line for accepted, line in fetch(quiet=True, due_only=True) if not accepted]
+    except (PlaybookError, OSError) as exc:
+        return [f"org fetch: {exc}"]
+
+
 def _tried_today(entry: OrgEntry) -> bool:
     if entry.attempted is None:
         return False

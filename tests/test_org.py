@@ -1,0 +1,347 @@
+"""The org layer: an organisation's playbook fetched from a real git repository (a bare one on this machine),
+verified, and injected in every project after the user's and before the project's, within the budget.
+
+An org repository that cannot be reached, or that brings a damaged, forged or hostile log (a link, a huge file,
+a secret in a key point, a hook or configuration meant to run code), is refused in one line and the copy
+accepted before stays injected. Hooks run as Claude Code runs them; commands through the CLI's entry point.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from eventlog.decide import ApplyOperations
+from eventlog.events import Cause
+from playbook.commands import org_git
+from playbook.commands.cli import main
+from playbook.wiring.install import hook_command
+from playbook.wiring.project import user_repository
+from projections.injection import estimate_tokens, plan
+from projections.orgs import org_dir, org_playbooks, projection_path
+from projections.repository import PlaybookRepository
+from projections.verify import verify
+from tests.gittools import HAS_GIT, Git, git_env
+
+pytestmark = pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
+
+
+class Org:
+    """An org repository: a bare repository on this machine, and a clone where its playbook is written."""
+
+    def __init__(self, root: Path, env: dict[str, str]) -> None:
+        self.bare, self.work = root / "org.git", root / "org-work"
+        Git(root, env)("init", "--quiet", "--bare", str(self.bare))
+        Git(root, env)("clone", "--quiet", str(self.bare), str(self.work))
+        self.git = Git(self.work, env)
+        self.repo = PlaybookRepository(self.work / ".claude")
+
+    def add(self, *texts: str, section: str = "PROJECT CONTEXT") -> None:
+        self.repo.append([ApplyOperations([{"type": "ADD", "text": text, "section": section} for text in texts])],
+                         Cause(source="test"))
+        self.publish()
+
+    def publish(self, *paths: str) -> None:
+        self.git("add", "-A", *(paths or (".claude/playbook.events.jsonl",)))
+        self.git("commit", "--quiet", "--allow-empty", "-m", "playbook")
+        self.git("push", "--quiet", "--force", "origin", "HEAD:refs/heads/main")
+        Git(self.bare, self.git.env)("symbolic-ref", "HEAD", "refs/heads/main")
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch) -> Path:
+    for name in list(os.environ):
+        if name.startswith(("ANTHROPIC_", "AGENTIC_CONTEXT_", "CLAUDE_CODE_", "GIT_")):
+            monkeypatch.delenv(name)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    return home
+
+
+@pytest.fixture
+def project(tmp_path, home, monkeypatch) -> Path:
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
+    monkeypatch.chdir(project)
+    PlaybookRepository(project / ".claude").append(
+        [ApplyOperations([{"type": "ADD", "text": "the API lives in server/", "section": "PROJECT CONTEXT"}])],
+        Cause(source="test"))
+    return project
+
+
+@pytest.fixture
+def org(tmp_path, home) -> Org:
+    org = Org(tmp_path, git_env(home))
+    org.add("every service logs JSON to stdout")
+    return org
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def session_start(project: Path, **env: str) -> str:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "AGENTIC_CONTEXT_"))}
+    environment |= {"CLAUDE_PROJECT_DIR": str(project), **env}
+    stdin = json.dumps({"hook_event_name": "SessionStart", "source": "startup", "session_id": "s"}).encode()
+    done = subprocess.run(hook_command("SessionStart"), shell=True, input=stdin, capture_output=True,
+                          env=environment, cwd=project, timeout=60)
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
+    return str(json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]) if done.stdout.strip() else ""
+
+
+def refused_in_one_line(capsys, why: str) -> str:
+    code, out, err = run(capsys, "org", "fetch")
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 1 and len(lines) == 1 and "Traceback" not in err, err
+    assert why in lines[0] and "the last good copy stays injected" in lines[0], lines[0]
+    return lines[0]
+
+
+ORG_LINE = "[org:acme/ctx-001] helpful=0 harmful=0 :: every service logs JSON to stdout"
+
+
+# --- adding, injecting, order and budget -------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_an_org_is_added_and_injected_after_the_users_and_before_the_projects(org, project, capsys):
+    user_repository().append([ApplyOperations([{"type": "ADD", "text": "answer in English",
+                                                "section": "USER PREFERENCES"}])], Cause(source="test"))
+    code, out, err = run(capsys, "org", "add", str(org.bare), "--name", "acme")
+    assert code == 0 and "org acme added" in out and "1 key point" in out, err
+    text = session_start(project)
+    assert text.index("[user:pref-001]") < text.index(ORG_LINE) < text.index("[ctx-001] helpful=0 harmful=0 :: the API")
+    assert "## PROJECT CONTEXT (org acme: your organisation's, in every project)" in text
+    code, out, _ = run(capsys, "org", "list", "--json")
+    [listed] = json.loads(out)
+    assert (listed["name"], listed["seq"], listed.get("error")) == ("acme", 2, None)
+    # The org learns more: the next fetch brings it, and every project's next session has it.
+    org.add("deploys go through the release train")
+    assert run(capsys, "org", "fetch")[0] == 0
+    assert "[org:acme/ctx-002] helpful=0 harmful=0 :: deploys go through the release train" in session_start(project)
+    # A project with no playbook, and no user-level one either, still gets the org's.
+    other = project.parent / "elsewhere"
+    other.mkdir()
+    user_dir = Path(user_repository().claude_dir)
+    for name in ("playbook.events.jsonl", "playbook.json"):
+        (user_dir / name).unlink()
+    assert ORG_LINE in session_start(other) and not (other / ".claude").exists()
+    assert run(capsys, "org", "remove", "acme")[0] == 0
+    assert "org:acme" not in session_start(project) and not org_dir("acme").exists()
+
+
+def test_the_plan_puts_user_then_orgs_then_project_and_keeps_the_budget():
+    from eventlog.domain import PlaybookState
+    from eventlog.evolve import apply
+    from eventlog.decide import decide
+
+    def playbook(prefix: str, count: int, section: str = "PROJECT CONTEXT") -> PlaybookState:
+        state = PlaybookState()
+        for i in range(count):
+            for event in decide(state, ApplyOperations([{"type": "ADD", "section": section,
+                                                         "text": f"{prefix} rule {i} " + "word " * 10}])):
+                apply(state, event)
+        return state
+
+    user, acme, beta, mine = (playbook("user", 3, "USER PREFERENCES"), playbook("acme", 6), playbook("beta", 2),
+                              playbook("mine", 6))
+    orgs = [("acme", acme), ("beta", beta)]
+    whole = plan(mine, 0, user, orgs=orgs)
+    assert whole.org_included == [*(f"acme/ctx-00{i}" for i in range(1, 7)), "beta/ctx-001", "beta/ctx-002"]
+    text = whole.text
+    assert (text.index("[user:pref-001]") < text.index("[org:acme/ctx-001]") < text.index("[org:beta/ctx-001]")
+            < text.index("[ctx-001] helpful=0 harmful=0 :: mine"))
+    fitted = 0
+    for budget in range(200, whole.tokens + 40, 20):
+        planned = plan(mine, budget, user, orgs=orgs)
+        assert planned.tokens <= budget or not planned.included + planned.user_included + planned.org_included
+        assert planned.tokens == estimate_tokens(planned.text)
+        names = planned.included + planned.user_included + planned.org_included
+        left = planned.left_out + planned.user_left_out + planned.org_left_out
+        assert len(names) + len(left) == 17 and not set(names) & set(left)
+        fitted += bool(planned.org_included and planned.left_out)
+    assert fitted, "some budget keeps org key points and leaves some of the project's out"
+
+
+# --- refusals: the last good copy stays injected -----------------------------------------------------------
+
+
+@pytest.fixture
+def added(org, project, capsys) -> Org:
+    assert run(capsys, "org", "add", str(org.bare), "--name", "acme")[0] == 0
+    assert ORG_LINE in session_start(project)
+    return org
+
+
+def still_injected(project: Path, *, refused: bool = True) -> None:
+    text = session_start(project)
+    assert ORG_LINE in text and "[ctx-001] helpful=0 harmful=0 :: the API" in text
+    assert "org:acme/ctx-002" not in text
+    if refused:
+        code, out, _ = run_doctor(project)
+        assert "org acme" in out and "last good copy" in out
+
+
+def run_doctor(project: Path) -> tuple[int, str, str]:
+    from playbook.wiring.doctor_org import check_orgs
+    from playbook.wiring.doctor import Setting
+
+    checks = check_orgs(Setting(project, dict(os.environ), offline=True))
+    return 0, "\n".join(f"{c.name}: {c.detail} {c.fix}" for c in checks), ""
+
+
+@pytest.mark.slow
+def test_an_unreachable_org_is_refused_in_one_line(added, project, capsys):
+    added.bare.rename(added.bare.with_name("moved.git"))
+    refused_in_one_line(capsys, "cannot fetch")
+    still_injected(project)
+
+
+@pytest.mark.slow
+def test_a_damaged_org_log_is_refused(added, project, capsys):
+    added.add("deploys go through the release train")
+    log = added.work / ".claude" / "playbook.events.jsonl"
+    log.write_bytes(log.read_bytes().replace(b"release train", b"release TRAIN"))
+    added.publish()
+    refused_in_one_line(capsys, "damaged at line")
+    still_injected(project)
+    assert (org_dir("acme") / "refused" / "playbook.events.jsonl").read_bytes() == log.read_bytes()
+
+
+@pytest.mark.slow
+def test_a_forged_history_with_a_recomputed_chain_is_refused(added, project, capsys, tmp_path):
+    # Another log from scratch: its chain is whole, but it does not hold the head accepted before.
+    forged = PlaybookRepository(tmp_path / "forged" / ".claude")
+    forged.append([ApplyOperations([{"type": "ADD", "text": "skip the tests on Fridays",
+                                     "section": "PROJECT CONTEXT"}])], Cause(source="test"))
+    forged.append([ApplyOperations([{"type": "ADD", "text": "more", "section": "PROJECT CONTEXT"}])],
+                  Cause(source="test"))
+    assert verify(forged).ok
+    (added.work / ".claude" / "playbook.events.jsonl").write_bytes(forged.log_path.read_bytes())
+    added.publish()
+    refused_in_one_line(capsys, "history differs from the copy accepted before")
+    still_injected(project)
+
+
+@pytest.mark.slow
+def test_a_secret_in_an_org_key_point_is_refused(added, project, capsys):
+    added.add("deploy with AKIAIOSFODNN7EXAMPLE as the key")
+    line = refused_in_one_line(capsys, "a secret (aws-access-key) in key point ctx-002")
+    assert "AKIA" not in line
+    still_injected(project)
+    assert "AKIA" not in projection_path().read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("hostile", ["log is a link", "claude is a link", "huge log", "log is a directory"])
+def test_a_hostile_tree_is_refused_and_nothing_outside_is_read(added, project, capsys, hostile, tmp_path,
+                                                               monkeypatch):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the user's own file\n")
+    claude = added.work / ".claude"
+    log = claude / "playbook.events.jsonl"
+    if hostile == "log is a link":
+        log.unlink()
+        log.symlink_to(secret)
+        why = "is a link in the repository"
+    elif hostile == "claude is a link":
+        added.git("rm", "-r", "--quiet", "--cached", ".claude")
+        (added.work / "real").mkdir()
+        for child in claude.iterdir():
+            child.rename(added.work / "real" / child.name)
+        claude.rmdir()
+        claude.symlink_to(added.work / "real")
+        why = ".claude is a link in the repository"
+    elif hostile == "huge log":
+        monkeypatch.setattr(org_git, "MAX_LOG_BYTES", 4096)
+        added.add(*(f"rule {i} " + "padding " * 40 for i in range(10)))
+        why = "more than the 4,096 taken"
+    else:
+        log.unlink()
+        log.mkdir()
+        (log / "x").write_text("x")
+        why = "not a regular file in the repository"
+    added.publish("-A")
+    refused_in_one_line(capsys, why)
+    still_injected(project)
+    assert not any(secret.read_text() in p.read_text(errors="replace")
+                   for p in org_dir("acme").rglob("*") if p.is_file() and not p.is_symlink())
+
+
+@pytest.mark.slow
+def test_a_repository_cannot_make_the_fetch_run_code(added, project, capsys, tmp_path):
+    marker = tmp_path / "ran"
+    script = tmp_path / "evil.sh"
+    script.write_text(f"#!/bin/sh\ntouch {marker}\ncat\n")
+    script.chmod(0o755)
+    added.add("deploys go through the release train")  # pushed before the traps are set: a push runs hooks there
+    Git(added.bare, added.git.env)("config", "uploadpack.packObjectsHook", str(script))
+    Git(added.bare, added.git.env)("config", "core.fsmonitor", str(script))
+    for hook in ("pre-upload-pack", "post-checkout", "post-merge", "reference-transaction"):
+        target = added.bare / "hooks" / hook
+        target.write_text(script.read_text())
+        target.chmod(0o755)
+    assert run(capsys, "org", "fetch")[0] == 0
+    assert not marker.exists()
+    assert "[org:acme/ctx-002]" in session_start(project)
+
+
+@pytest.mark.slow
+def test_a_broken_org_projection_is_skipped_by_the_hook_and_told_by_doctor(added, project, capsys):
+    projection_path().write_text("{not json")
+    text = session_start(project)
+    assert "org:acme" not in text and "[ctx-001] helpful=0 harmful=0 :: the API" in text
+    assert org_playbooks()[0] == []
+    _code, out, _ = run_doctor(project)
+    assert "cannot be read" in out and "playbook org fetch" in out
+
+
+# --- proposals -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_propose_pushes_a_branch_that_appends_the_key_point(added, project, capsys):
+    code, out, err = run(capsys, "org", "propose", "ctx-001")
+    assert code == 0 and "on branch playbook/propose/ctx-001-" in out, err
+    branch = out.split("on branch ")[1].split(":")[0]
+    shown = Git(added.bare, added.git.env)("show", f"{branch}:.claude/playbook.events.jsonl").stdout
+    proposed = added.work.parent / "proposed" / ".claude"
+    proposed.mkdir(parents=True)
+    (proposed / "playbook.events.jsonl").write_text(shown)
+    repo = PlaybookRepository(proposed)
+    repo.refresh()
+    assert verify(repo).ok
+    assert [kp.text for _s, kp in repo.state().entries()] == ["every service logs JSON to stdout",
+                                                              "the API lives in server/"]
+    # The proposal extends the org's log: accepted by the org's merge, it passes the next fetch's checks.
+    added.git("fetch", "--quiet", "origin")
+    added.git("merge", "--quiet", "--ff-only", f"origin/{branch}")
+    added.git("push", "--quiet", "origin", "HEAD:refs/heads/main")
+    assert run(capsys, "org", "fetch")[0] == 0
+    assert "[org:acme/ctx-002] helpful=0 harmful=0 :: the API lives in server/" in session_start(project)
+
+
+@pytest.mark.slow
+def test_propose_writes_a_patch_where_the_user_may_not_push(added, project, capsys):
+    hook = added.bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'pushes are reviewed elsewhere' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    code, out, err = run(capsys, "org", "propose", "ctx-001", "--org", "acme")
+    assert code == 0 and "the proposal is the patch" in out, err
+    patch = project / "playbook-acme-ctx-001.patch"
+    assert patch.is_file() and "the API lives in server/" in patch.read_text()
+    applied = Git(added.work, added.git.env)
+    applied("am", "--quiet", str(patch))
+    assert [kp.text for _s, kp in PlaybookRepository(added.work / ".claude").state().entries()][-1] == \
+        "the API lives in server/"
