@@ -7,7 +7,8 @@ verified before it took that name), its folded `playbook.json`, the heads this m
 (`refused/`). `playbook.org.json` (`quickroads.ORG_PROJECTION`) holds every org's key points as injected: scrubbed,
 in the order the orgs were added. It is written when an org is added, fetched or removed, never by a hook; the
 SessionStart quick road only takes its size and time (`quickroads.org_mark`), and a projection whose mark differs
-is projected again from it. A missing or unreadable one injects no org: `playbook doctor` says so.
+is projected again from it. A missing or unreadable one injects no org: `playbook doctor` says so. A session
+start that finds orgs.json (and `fetch.started`) a day old starts `playbook org fetch --due --quiet`, detached.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ import msgspec
 from eventlog.domain import SECTION_SLUGS, KeyPoint, PlaybookState
 from eventlog.safefiles import write_file
 
-from .quickroads import ORG_DIR, ORG_PROJECTION, org_mark, read_capped, user_dir
+from .quickroads import ORG_DIR, ORG_PROJECTION, ORG_SETTINGS, org_mark, read_capped, user_dir
 
-SETTINGS_NAME = "orgs.json"
+SETTINGS_NAME = ORG_SETTINGS
 REFUSED_DIR = "refused"
 ORG_PREFIX = "org:"
 """How an org's key points are named in the injected text: `[org:<name>/<id>]`."""

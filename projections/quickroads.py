@@ -202,6 +202,12 @@ def user_mark(directory: str | os.PathLike[str]) -> str:
 
 ORG_DIR = "org"
 """Under the user-level directory, the organisations' playbooks: one directory per org, and ORG_PROJECTION."""
+ORG_SETTINGS = "orgs.json"
+"""In `<user_dir>/org/`: the org repositories configured, rewritten by every fetch (its time is the last fetch's)."""
+ORG_FETCH_STARTED = "fetch.started"
+"""In `<user_dir>/org/`: touched when a session start starts a background fetch, so the next ones do not."""
+ORG_FETCH_EVERY = 24 * 3600
+"""Seconds between background fetches of the orgs' repositories."""
 ORG_PROJECTION = "playbook.org.json"
 """The orgs' key points as injected (verified, scrubbed), in `<user_dir>/org/`: written when an org is fetched,
 added or removed, and only then."""

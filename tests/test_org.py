@@ -345,3 +345,30 @@ def test_propose_writes_a_patch_where_the_user_may_not_push(added, project, caps
     applied("am", "--quiet", str(patch))
     assert [kp.text for _s, kp in PlaybookRepository(added.work / ".claude").state().entries()][-1] == \
         "the API lives in server/"
+
+
+# --- the background fetch ------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_session_start_fetches_a_day_old_org_in_the_background_once(added, project):
+    import time
+
+    from projections.orgs import settings_path
+
+    added.add("deploys go through the release train")
+    session_start(project)
+    assert "org:acme/ctx-002" not in projection_path().read_text()  # fetched less than a day ago: not again
+    day_ago = time.time() - 2 * 24 * 3600  # as if the last fetch had been two days ago
+    found = json.loads(settings_path().read_text())
+    found["orgs"][0]["attempted"] = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(day_ago))
+    settings_path().write_text(json.dumps(found))
+    os.utime(settings_path(), (day_ago, day_ago))
+    started = time.monotonic()
+    assert "org:acme/ctx-002" not in session_start(project)  # the session does not wait for the fetch
+    assert time.monotonic() - started < 20
+    deadline = time.monotonic() + 60
+    while "ctx-002" not in projection_path().read_text():
+        assert time.monotonic() < deadline, "the background fetch did not bring the org's new key point"
+        time.sleep(0.2)
+    assert "[org:acme/ctx-002] helpful=0 harmful=0 :: deploys go through the release train" in session_start(project)

@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_NO_REGISTRATION = frozenset({"merge-driver", "git-hook", "share", "unshare", "hook"})
+_NO_REGISTRATION = frozenset({"merge-driver", "git-hook", "share", "unshare", "hook", "org"})
 
 
 def _safe_stdout() -> None:

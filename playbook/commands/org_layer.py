@@ -19,7 +19,7 @@ from projections.anchors import record
 from projections.org_check import OrgRefused, verified
 from projections.orgs import (NAME, REFUSED_DIR, FORMAT, OrgEntry, OrgProjection, OrgSettings, entries_of, org_dir,
                               org_root, read_settings, write_projection, write_settings)
-from projections.quickroads import LOG_NAME, SNAPSHOT_NAME, user_dir
+from projections.quickroads import LOG_NAME, ORG_FETCH_EVERY, SNAPSHOT_NAME, user_dir
 from projections.snapshot import read_snapshot, state_of, write_snapshot
 
 from . import org_git
@@ -28,7 +28,7 @@ from .org_git import GitFailed
 ANCHORS = "playbook.anchors"
 INCOMING = "incoming"
 GIT_DIR = "git"
-DAY = 24 * 3600
+DAY = ORG_FETCH_EVERY
 
 
 def _now() -> str:

@@ -13,9 +13,9 @@ import time
 # The package's root, beside this file, for the quick roads' contract: absolute, never the current directory.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 from projections.quickroads import (INJECTION_NAME, LOG_NAME, MAX_PROJECTION_BYTES, MISSING_PYTHON,  # noqa: E402
-                                    SNAPSHOT_NAME, claude_outside, current_body, due_notice, environment_line,
-                                    hook_line, json_quote, missing_python_line, org_mark, storage_line,
-                                    user_dir)
+                                    ORG_DIR, ORG_FETCH_EVERY, ORG_FETCH_STARTED, ORG_SETTINGS, SNAPSHOT_NAME,
+                                    claude_outside, current_body, due_notice, environment_line, hook_line,
+                                    json_quote, missing_python_line, org_mark, storage_line, user_dir)
 
 
 def _fast(claude_dir: str, user_level: bool = False) -> "bytes | None":  # a string: any Python 3 runs this
@@ -84,6 +84,34 @@ def _with_notice(output: bytes, notice: bytes) -> bytes:
     return b'{"systemMessage":' + notice + b"}\n"
 
 
+def _fetch_orgs_when_due() -> None:
+    """At most once a day, when orgs are configured, a detached `playbook org fetch --due --quiet`: the session
+    never waits on it, and it never asks for credentials. A stat when no org is configured."""
+    folder = os.path.join(user_dir(), ORG_DIR)
+    try:
+        last = os.lstat(os.path.join(folder, ORG_SETTINGS)).st_mtime
+    except (OSError, ValueError):
+        return
+    try:
+        last = max(last, os.lstat(os.path.join(folder, ORG_FETCH_STARTED)).st_mtime)
+    except (OSError, ValueError):
+        pass
+    if time.time() - last < ORG_FETCH_EVERY:
+        return
+    try:
+        import subprocess
+
+        from eventlog.safefiles import write_file  # standard library only, and no link followed
+
+        write_file(os.path.join(folder, ORG_FETCH_STARTED), b"", user_dir(), durable_name=False)
+        launch = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launch.py")
+        subprocess.Popen([sys.executable, "-I", "-S", launch, "org", "fetch", "--due", "--quiet"], cwd=folder,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True, close_fds=True)
+    except (OSError, ImportError, ValueError):
+        pass  # the fetch waits for the next session start, or `playbook org fetch`
+
+
 def main() -> int:
     try:
         sys.stdin.buffer.read()
@@ -133,6 +161,8 @@ def main() -> int:
     if notice is not None:
         output = _with_notice(output, notice)
     sys.stdout.buffer.write(output)
+    sys.stdout.flush()
+    _fetch_orgs_when_due()
     return 0
 
 
