@@ -8,6 +8,7 @@ log, leaves the last good copy injected, and the fetch says why in one line (kep
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from datetime import datetime, timezone
@@ -63,6 +64,8 @@ def add(url: str, name: str | None, quiet: bool = False) -> str:
     """Configure the org repository at `url` and fetch it; refused whole (nothing kept) when the first fetch
     fails. The line to print."""
     org_git.check_url(url)
+    if "://" not in url and os.path.exists(url):
+        url = os.path.abspath(url)  # a path: git runs in the org's private repository, not here
     name = name if name is not None else name_of(url)
     if not NAME.fullmatch(name):
         raise PlaybookError(f"{name!r} is not an org name: lower-case letters, digits, - and _, at most 40")

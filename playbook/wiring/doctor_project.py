@@ -185,10 +185,10 @@ def check_injection(setting: Setting) -> list[Check]:
     if not current and (size := too_large_to_fold(claude)) is not None:
         return [failed("injection", f"not injected: the log ({size / 1e6:.0f} MB) changed outside this machine's "
                        "writers and is too large for a hook to fold", "`playbook rebuild` once")]
-    count = len(plan.included) + len(plan.user_included)
+    count = len(plan.included) + len(plan.user_included) + len(plan.org_included)
     budget = f"{plan.budget:,} tokens" if plan.budget > 0 else "no budget"
     detail = f"{count} key point(s) in about {plan.tokens:,} tokens of {budget}"
-    left = len(plan.left_out) + len(plan.user_left_out)
+    left = len(plan.left_out) + len(plan.user_left_out) + len(plan.org_left_out)
     if left:
         detail += f"; {left} left out (`playbook show --left-out`)"
     if not current:
