@@ -36,10 +36,7 @@ def git(git_dir: Path, *args: str, data: bytes | None = None, quiet: bool = Fals
     """Run git on the private repository `git_dir`; its stdout, or `GitFailed` with git's last line.
 
     `quiet`: no prompt for credentials (a background fetch must never wait on a terminal)."""
-    given = env or {}
-    env = {name: value for name, value in os.environ.items() if not name.startswith("GIT_") or
-           name in ("GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS", "GIT_TERMINAL_PROMPT", "GIT_CONFIG_GLOBAL")}
-    env |= {"GIT_DIR": str(git_dir), "GIT_CONFIG_NOSYSTEM": "1", "GIT_NO_REPLACE_OBJECTS": "1", **given}
+    env = {**_environment(), "GIT_DIR": str(git_dir), "GIT_NO_REPLACE_OBJECTS": "1", **(env or {})}
     if quiet:
         env["GIT_TERMINAL_PROMPT"] = "0"
     try:
@@ -55,13 +52,21 @@ def git(git_dir: Path, *args: str, data: bytes | None = None, quiet: bool = Fals
     return done.stdout
 
 
+def _environment() -> dict[str, str]:
+    """The environment git runs in: the user's, without the GIT_ variables a caller (a git hook) may have set
+    for another repository, but for the ones that reach the user's credentials and ssh. The system's and the
+    user's git configuration are theirs (credential helpers, proxies) and apply; the org repository's never does."""
+    kept = ("GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS", "GIT_TERMINAL_PROMPT", "GIT_CONFIG_GLOBAL")
+    return {name: value for name, value in os.environ.items() if not name.startswith("GIT_") or name in kept}
+
+
 def init(git_dir: Path) -> None:
     """The private bare repository the org is fetched into (created once)."""
     if (git_dir / "HEAD").is_file():
         return
     try:
         done = subprocess.run(["git", "init", "--quiet", "--bare", str(git_dir)], capture_output=True,
-                              timeout=60, stdin=subprocess.DEVNULL, env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1"})
+                              timeout=60, stdin=subprocess.DEVNULL, env=_environment())
     except (FileNotFoundError, subprocess.TimeoutExpired) as exc:
         raise GitFailed("git is not installed" if isinstance(exc, FileNotFoundError) else "git init hung") from exc
     if done.returncode != 0:

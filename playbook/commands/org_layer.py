@@ -8,14 +8,17 @@ log, leaves the last good copy injected, and the fetch says why in one line (kep
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
 from eventlog.errors import PlaybookError
-from eventlog.safefiles import directory, remove_tree, replace, write_file
+from eventlog.safefiles import create, directory, remove_tree, replace, write_file
 from projections.anchors import record
 from projections.org_check import OrgRefused, verified
 from projections.orgs import (NAME, REFUSED_DIR, FORMAT, OrgEntry, OrgProjection, OrgSettings, entries_of, org_dir,
@@ -60,9 +63,30 @@ def find(found: OrgSettings, name: str) -> OrgEntry:
     raise PlaybookError(f"no org {name} (configured: {names}; `playbook org list`)")
 
 
+LOCK = "org.lock"
+
+
+@contextmanager
+def _locked() -> Iterator[None]:
+    """Hold the org layer's lock (blocking): one add, fetch or remove at a time (a background fetch and one
+    typed may start together)."""
+    with directory(org_root(), Path(user_dir()), create=True) as dir_fd:
+        fd = create(dir_fd, LOCK, read=True)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def add(url: str, name: str | None, quiet: bool = False) -> str:
     """Configure the org repository at `url` and fetch it; refused whole (nothing kept) when the first fetch
     fails. The line to print."""
+    with _locked():
+        return _add(url, name, quiet)
+
+
+def _add(url: str, name: str | None, quiet: bool) -> str:
     org_git.check_url(url)
     if "://" not in url and os.path.exists(url):
         url = os.path.abspath(url)  # a path: git runs in the org's private repository, not here
@@ -84,6 +108,11 @@ def add(url: str, name: str | None, quiet: bool = False) -> str:
 
 
 def remove(name: str) -> str:
+    with _locked():
+        return _remove(name)
+
+
+def _remove(name: str) -> str:
     found = settings()
     entry = find(found, name)
     found.orgs.remove(entry)
@@ -95,6 +124,11 @@ def remove(name: str) -> str:
 
 def fetch(names: list[str] | None = None, quiet: bool = False, due_only: bool = False) -> list[tuple[bool, str]]:
     """Fetch the orgs named (all by default; with `due_only` those not tried for a day): (accepted, line) each."""
+    with _locked():
+        return _fetch(names, quiet, due_only)
+
+
+def _fetch(names: list[str] | None, quiet: bool, due_only: bool) -> list[tuple[bool, str]]:
     found = settings()
     chosen = [find(found, name) for name in names] if names else list(found.orgs)
     if due_only:
