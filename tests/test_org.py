@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -372,3 +373,25 @@ def test_a_session_start_fetches_a_day_old_org_in_the_background_once(added, pro
         assert time.monotonic() < deadline, "the background fetch did not bring the org's new key point"
         time.sleep(0.2)
     assert "[org:acme/ctx-002] helpful=0 harmful=0 :: deploys go through the release train" in session_start(project)
+
+
+@pytest.mark.slow
+def test_a_proposal_merged_after_the_org_moved_on_passes_the_next_fetch(added, project, capsys):
+    code, out, _ = run(capsys, "org", "propose", "ctx-001")
+    assert code == 0
+    branch = out.split("on branch ")[1].split(":")[0]
+    added.add("deploys go through the release train")  # the org moves on meanwhile
+    assert run(capsys, "org", "fetch")[0] == 0
+    share = subprocess.run([sys.executable, "-m", "playbook", "--project", str(added.work), "share"],
+                           capture_output=True, text=True, env=added.git.env, cwd=added.work)
+    assert share.returncode == 0, share.stderr
+    added.git("fetch", "--quiet", "origin")
+    added.git("merge", "--quiet", "--no-edit", f"origin/{branch}")
+    added.git("push", "--quiet", "origin", "HEAD:refs/heads/main")
+    code, out, err = run(capsys, "org", "fetch")
+    assert code == 0, err
+    text = session_start(project)
+    # Both are there, in the order the merge driver walked them (by time): the head accepted before was
+    # carried through the merge record, so this legitimate history is not taken for a forged one.
+    assert "[org:acme/ctx-002] helpful=0 harmful=0 :: the API lives in server/" in text
+    assert "[org:acme/ctx-003] helpful=0 harmful=0 :: deploys go through the release train" in text
