@@ -169,3 +169,16 @@ def org_playbooks() -> tuple[list[tuple[str, PlaybookState]], str]:
                 state.where[name] = section
         found.append((org.name, state))
     return found, mark
+
+
+def org_left_out(orgs: list[tuple[str, PlaybookState]], names: list[str]) -> list[tuple[str, KeyPoint]]:
+    """The orgs' key points named `<org>/<id>` in `names` (an injection's `org_left_out`), each with the id the
+    injection gives it (`org:<org>/<id>`): what a prompt may recall of them."""
+    states = dict(orgs)
+    found = []
+    for name in names:
+        org, _slash, kp_name = name.partition("/")
+        kp = states[org].get(kp_name) if org in states else None
+        if kp is not None:
+            found.append((f"{ORG_PREFIX}{name}", kp))
+    return found

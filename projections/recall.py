@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from functools import lru_cache
+from itertools import chain
 from pathlib import Path
 
 import msgspec
 
-from eventlog.domain import PlaybookState
+from eventlog.domain import KeyPoint, PlaybookState
 
 from .config import read_settings, setting_number, settings_paths
 from .injection import injection_file
@@ -49,18 +51,20 @@ def _counts(text: str) -> tuple[tuple[tuple[str, int], ...], int]:
     return tuple(found.items()), sum(found.values())
 
 
-def build(state: PlaybookState, left_out: list[str], max_chars: int = DEFAULT_MAX_CHARS, top: int = TOP) -> bytes:
-    """The index (everything after the header line) of the key points named in `left_out`."""
+def build(state: PlaybookState, left_out: list[str], max_chars: int = DEFAULT_MAX_CHARS, top: int = TOP,
+          others: Sequence[tuple[str, KeyPoint]] = ()) -> bytes:
+    """The index (everything after the header line) of the key points named in `left_out`, then of `others`
+    (the orgs' the budget left out, each with the id the injection gives it: `org:acme/ctx-001`)."""
     docs: list[bytes] = []
     counts: list[tuple[tuple[str, int], ...]] = []
     lengths: list[int] = []
     encode = msgspec.json.encode
     size = 0
-    for name in left_out:
-        kp = state.get(name)
+    found_kps = ((name, state.get(name)) for name in left_out)
+    for name, kp in chain(found_kps, others):
         if kp is None:
             continue
-        line = f"[{kp.name}] helpful={kp.helpful} harmful={kp.harmful} :: {kp.text}"
+        line = f"[{name}] helpful={kp.helpful} harmful={kp.harmful} :: {kp.text}"
         if len(line) >= max_chars:
             continue  # the hook never prints more than max_chars: such a line could never be recalled
         entry = b"%07d\t" % len(docs) + encode(line) + b"\n"
@@ -111,10 +115,11 @@ def recall_on(project: Path) -> bool:
 
 
 def recall_file(log_size: int, snapshot_mtime_ns: int, stamp: str, state: PlaybookState, left_out: list[str],
-                project: Path) -> bytes:
+                project: Path, others: Sequence[tuple[str, KeyPoint]] = ()) -> bytes:
     """The bytes of the recall projection: the index when recall is on, an empty object when off."""
     if recall_on(project):
-        index = build(state, left_out, int(setting_number(project, MAX_CHARS_KEY, DEFAULT_MAX_CHARS)))
+        index = build(state, left_out, int(setting_number(project, MAX_CHARS_KEY, DEFAULT_MAX_CHARS)),
+                      others=others)
     else:
         index = build(state, [], 0)
     return injection_file(log_size, snapshot_mtime_ns, index, stamp)

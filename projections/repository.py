@@ -36,7 +36,7 @@ from .config import settings_stamp
 from .injection import Ranking, injection_budget, injection_file, output_of, plan
 from .injection import waiting_for_review
 from .kept import Kept, still_current, texts_after
-from .orgs import org_playbooks
+from .orgs import org_left_out, org_playbooks
 from .outside import Divergence, Housekept, Outside, divergence
 from .quickroads import CHECKPOINT_DIR, INJECTION_NAME, LOG_NAME, RECALL_NAME, SNAPSHOT_NAME, user_mark
 from .recall import recall_file
@@ -329,7 +329,8 @@ class PlaybookRepository:
                                               stamp, mark), root=self.root)
             if recall:
                 replace_if_changed(self.recall_path,
-                                   recall_file(position.offset, mtime, stamp, state, planned.left_out, project),
+                                   recall_file(position.offset, mtime, stamp, state, planned.left_out, project,
+                                               org_left_out(orgs, planned.org_left_out)),
                                    root=self.root)
         except OSError as exc:
             raise StorageError.failed("write", self.snapshot_path, exc) from exc

@@ -395,3 +395,20 @@ def test_a_proposal_merged_after_the_org_moved_on_passes_the_next_fetch(added, p
     # carried through the merge record, so this legitimate history is not taken for a forged one.
     assert "[org:acme/ctx-002] helpful=0 harmful=0 :: the API lives in server/" in text
     assert "[org:acme/ctx-003] helpful=0 harmful=0 :: deploys go through the release train" in text
+
+
+@pytest.mark.slow
+def test_a_prompt_recalls_an_org_key_point_the_budget_left_out(org, project, capsys):
+    from tests.test_recall import context as recalled, prompt
+
+    names = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo",
+             "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango"]
+    for batch in (names[:10], names[10:]):  # a transaction adds at most 10
+        org.add(*(f"service {name} keeps its state in the {name}store cluster, replicated thrice" for name in batch))
+    assert run(capsys, "org", "add", str(org.bare), "--name", "acme")[0] == 0
+    text = session_start(project, PLAYBOOK_INJECTION_BUDGET="450")
+    assert "left out" in text and "tango" not in text and "[org:acme/ctx-001]" in text
+    found = recalled(prompt(project, "where does the tango service keep its state? the tangostore?",
+                            PLAYBOOK_INJECTION_BUDGET="450"))
+    assert ("[org:acme/ctx-021] helpful=0 harmful=0 :: service tango keeps its state in the tangostore cluster"
+            in found), found
