@@ -31,7 +31,8 @@ from eventlog.events import (
 from eventlog.evolve import fold
 from playbook.learner import review
 from playbook.commands.audit import revert
-from playbook.learner.lean import LeanSettings, curation_commands
+from playbook.learner.lean import curation_commands
+from playbook.wiring.settings import LeanSettings
 from playbook.learner.bootstrap import transcripts_dir
 from playbook.learner.learn import learn_pending, request_learning
 from projections.repository import PlaybookRepository

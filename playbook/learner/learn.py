@@ -43,11 +43,11 @@ from eventlog.storage import utc_now
 from projections.quickroads import LEARN_LOG_NAME
 from projections.repository import PlaybookRepository
 
-from .lean import LeanSettings, curation_commands, current_plan, lean_settings, sweep_stale
+from .lean import curation_commands, current_plan, sweep_stale
 from .review import cycle_commands
 from playbook.wiring.project import claude_dir, repository
 from .retries import due, env_number, max_attempts, next_try
-from playbook.wiring.settings import Settings, load_settings, never_learn_match
+from playbook.wiring.settings import LeanSettings, Settings, lean_settings, load_settings, never_learn_match
 from .made_here import made_here, note
 from .transcript import Transcript, TranscriptError, cited_ids, claude_config_dir, inside_project_sessions
 from .transcript import nothing_to_learn, project_sessions, read_transcript

@@ -28,8 +28,9 @@ from eventlog.evolve import fold
 from eventlog.storage import utc_now
 from projections.repository import PlaybookRepository
 
-from .lean import absorbing, guarded, lean_settings
-from playbook.wiring.settings import load_settings
+from playbook.wiring.settings import lean_settings, load_settings
+
+from .lean import absorbing, guarded
 
 Outcome = Literal["accepted", "refused", "held", "rejected"]
 
