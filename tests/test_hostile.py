@@ -58,7 +58,8 @@ from playbook.commands import cli
 from playbook.wiring.hooks import run_hook
 from playbook.wiring.install import hook_command
 from playbook.learner.learn import learn_pending, request_learning
-from playbook.learner.transcript import TranscriptError, claude_config_dir, read_transcript
+from playbook.learner.sessions import claude_config_dir
+from playbook.learner.transcript import TranscriptError, read_transcript
 from projections.quickroads import project_slug
 from projections.repository import PlaybookRepository
 from projections.verify import verify

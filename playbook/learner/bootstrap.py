@@ -30,7 +30,7 @@ from projections.repository import PlaybookRepository
 
 from .learn import Outcome, budget_spent, learning_lock, run_cycle
 from .made_here import note, noted
-from .transcript import project_slugs
+from .sessions import project_slugs
 from playbook.quick.stops import Terminated
 from playbook.wiring.project import repository
 

@@ -49,8 +49,8 @@ from playbook.wiring.project import claude_dir, repository
 from .retries import due, env_number, max_attempts, next_try
 from playbook.wiring.settings import LeanSettings, Settings, lean_settings, load_settings, never_learn_match
 from .made_here import made_here, note
-from .transcript import Transcript, TranscriptError, cited_ids, claude_config_dir, inside_project_sessions
-from .transcript import nothing_to_learn, project_sessions, read_transcript
+from .sessions import claude_config_dir, inside_project_sessions, project_sessions
+from .transcript import Transcript, TranscriptError, cited_ids, nothing_to_learn, read_transcript
 from .user_level import learn_preferences, split_preferences
 
 if TYPE_CHECKING:
