@@ -34,7 +34,8 @@ from playbook.commands.audit import revert
 from playbook.learner.lean import curation_commands
 from playbook.wiring.settings import LeanSettings
 from playbook.learner.bootstrap import transcripts_dir
-from playbook.learner.learn import learn_pending, request_learning
+from playbook.learner.learn import learn_pending
+from playbook.learner.requests import request_learning
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic
 from tests.test_learning import CURATION, FIXTURES, models, use

@@ -186,7 +186,7 @@ def learning_hook(event: str, payload: dict[str, Any]) -> str | None:
         return _unlearned(project, f"{event}: transcript {transcript} is missing or unreadable; nothing to learn")
     if never_learn_match(transcript, load_settings(project)) is not None:
         return None  # the user asked for this transcript never to be learned from: nothing to say
-    from playbook.learner.learn import request_learning, spawn_learner
+    from playbook.learner.requests import request_learning, spawn_learner
 
     from .notice import change
 
