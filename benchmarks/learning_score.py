@@ -164,18 +164,19 @@ def render(report: LearningReport) -> str:
         learned = (f"; learned {len(row.learned)}/{len(row.teaches)}" if row.teaches else "")
         status = row.status if row.status != "skipped" else f"skipped: {row.detail}"
         lines.append((str(number), row.case, row.kind, f"{row.transcript_bytes:,}", f"{row.transcript_tokens:,}",
-                      status[:44], str(row.calls), f"{row.tokens:,}", f"{', '.join(row.added) or '-'}{learned}"))
+                      status, str(row.calls), f"{row.tokens:,}", f"{', '.join(row.added) or '-'}{learned}"))
     widths = [max(len(line[i]) for line in [head, *lines]) for i in range(len(head))]
     out = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in [head, *lines]]
     out.insert(1, "  ".join("-" * width for width in widths))
-    cost = f", ${report.cost_usd:.4f}" if report.cost_usd else ""
+    cost = f", ${report.cost_usd:.4f} at list prices" if report.cost_usd and report.mode != "scripted" else ""
     out += ["", f"tokens spent: {report.tokens_spent:,} over {sum(r.calls for r in report.cycles)} model calls{cost}; "
                 f"injected at the end: {report.injected_tokens:,} tokens of {report.injected_budget:,} "
                 f"({report.key_points} key points)", ""]
     width = max(len(target.what) for target in report.targets)
+    figures = max(len(target.figure) for target in report.targets)
     for target in report.targets:
         verdict = "met" if target.met else "NOT met"
-        out.append(f"{target.what.ljust(width)}  {target.figure:<24} target {target.target:<4} {verdict}")
+        out.append(f"{target.what.ljust(width)}  {target.figure.ljust(figures)}  target {target.target:<4} {verdict}")
     for title, items in (("missing", report.missing), ("false lessons", report.false_lessons),
                          ("duplicates", report.duplicates), ("ids changed", report.id_changes),
                          ("other key points (not scored)", report.other)):

@@ -149,3 +149,34 @@ def test_model_mode_learns_through_the_backend_learning_uses(monkeypatch, tmp_pa
     assert report.mode == "model" and report.model == "claude-test-model"
     assert report.all_met, render(report)
     assert not user.exists()  # the user's own playbooks are never written
+
+
+@pytest.mark.slow
+def test_model_mode_on_a_claude_code_login_leaves_nothing_in_claude_codes_directory(monkeypatch, tmp_path):
+    """`--model` with no key: the reflector and curator run through the real Claude Code CLI on the user's login
+    (here a stored login and the fake API), which needs Claude Code's own directory; the scratch sessions the
+    learner reads from there are gone afterwards."""
+    from tests.test_e2e_claude_code import CLAUDE
+    from tests.test_learning_cli import login_env
+
+    if CLAUDE is None:
+        pytest.skip("Claude Code is not installed (npm install @anthropic-ai/claude-code)")
+    labels = Labels(lessons=LABELLED.lessons, false_lessons=LABELLED.false_lessons, cases=[
+        case for case in LABELLED.cases if case.name in ("pref_pathlib", "cmd_show", "repeat_pathlib")])
+    home = tmp_path / "home"
+    with FakeAnthropic(scripted_model(labels)) as api:
+        for name in list(os.environ):
+            if name.startswith(("ANTHROPIC_", "AGENTIC_CONTEXT_", "CLAUDE", "PLAYBOOK_")):
+                monkeypatch.delenv(name)
+        for name, value in login_env(home, api).items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("PLAYBOOK_CLAUDE", str(CLAUDE))
+        report = run("model", labels=labels)
+        assert len(api.message_requests()) == 4
+    assert [(row.case, row.status, row.calls) for row in report.cycles] == [
+        ("pref_pathlib", "completed", 2), ("cmd_show", "skipped", 0), ("repeat_pathlib", "completed", 2)]
+    assert report.all_met, render(report)
+    assert report.cost_usd > 0  # Claude Code's own figure for each call
+    assert (home / ".claude" / ".credentials.json").exists()  # the login it ran on
+    assert list((home / ".claude").glob("projects/*playbook-learning*")) == []
+    assert not (home / ".claude" / "playbook").exists()  # nor the user-level playbook
