@@ -148,9 +148,9 @@ def _learn(labels: Labels, project: Path, sessions: Path, directory: Path, mode:
         source, path = directory / f"{case.name}.jsonl", sessions / f"{case.name}.jsonl"
         shutil.copyfile(source, path)
         before = _live(project)
-        request_learning(project, "SessionEnd", str(path), f"bench-{case.name}", "other")
-        outcomes = learn_pending(project, ignore_budget=True)
-        status, detail = (outcomes[0].status, outcomes[0].detail) if outcomes else ("none", "no request ran")
+        request = request_learning(project, "SessionEnd", str(path), f"bench-{case.name}", "other")
+        outcome = next((o for o in learn_pending(project, ignore_budget=True) if o.request == request), None)
+        status, detail = (outcome.status, outcome.detail) if outcome else ("not run", "the request is still pending")
         calls, tokens, cost, seen = _spent(project, seen)
         row = tracker.cycle(case, before, _live(project), status=status, detail=detail, size=_size(source),
                             calls=calls, tokens=tokens, cost=cost)
@@ -174,7 +174,9 @@ def run(mode: Mode = "scripted", model: str | None = None, *, labels: Labels | N
         root = Path(scratch)
         project = root / "project"
         (project / ".claude").mkdir(parents=True)
-        common = {"PLAYBOOK_USER_DIR": str(root / "user"), "CLAUDE_PROJECT_DIR": str(project)}
+        # A cycle that fails is given up at once, and scored so, rather than tried again in a later session's turn.
+        common = {"PLAYBOOK_USER_DIR": str(root / "user"), "CLAUDE_PROJECT_DIR": str(project),
+                  "PLAYBOOK_LEARN_ATTEMPTS": "1"}
         if mode == "scripted":
             from tests.fake_anthropic import FakeAnthropic
 
@@ -232,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"benchmarks.learning: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        print(msgspec.json.encode(report).decode())
+        print(msgspec.json.encode({**msgspec.structs.asdict(report), "all_met": report.all_met}).decode())
     else:
         print(f"python -m benchmarks.learning{'' if mode == 'scripted' else ' --model'}: {len(report.cycles)} "
               f"recorded sessions learned in order, model: {report.model}")

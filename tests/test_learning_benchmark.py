@@ -180,3 +180,17 @@ def test_model_mode_on_a_claude_code_login_leaves_nothing_in_claude_codes_direct
     assert (home / ".claude" / ".credentials.json").exists()  # the login it ran on
     assert list((home / ".claude").glob("projects/*playbook-learning*")) == []
     assert not (home / ".claude" / "playbook").exists()  # nor the user-level playbook
+
+
+@pytest.mark.slow
+def test_a_model_that_fails_is_scored_as_lessons_not_learned():
+    from tests.fake_anthropic import reply_error
+
+    labels = Labels(lessons=LABELLED.lessons, false_lessons=LABELLED.false_lessons, cases=[
+        case for case in LABELLED.cases if case.name in ("pref_pathlib", "ctx_port", "cmd_show")])
+    report = run("scripted", labels=labels, responder=lambda body: reply_error(500))
+    assert [(row.case, row.status) for row in report.cycles] == [
+        ("pref_pathlib", "given up"), ("cmd_show", "skipped"), ("ctx_port", "given up")]
+    assert report.missing == ["pathlib", "port"] and not report.all_met
+    assert {target.what for target in report.targets if not target.met} == {
+        "labelled lessons captured", "sessions with a labelled lesson learned (cycle run, not skipped)"}
