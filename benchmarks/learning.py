@@ -84,8 +84,9 @@ def scripted_model(labels: Labels) -> Callable[[dict[str, Any]], Any]:
         if "You are the curator" in text:
             mark = _MARK.search(text)
             case = next((case for case in labels.cases if mark and case.name == mark.group(1)), None)
+            taught = case.teaches if case else []
             operations = [{"type": "ADD", "section": labels.lesson(key).section,
-                           "text": case.wording.get(key, labels.lesson(key).text)} for key in case.teaches] if case else []
+                           "text": case.wording.get(key, labels.lesson(key).text) if case else ""} for key in taught]
             return reply_text(json.dumps({"reasoning": "the session's lessons", "operations": operations}))
         return reply_text("{}")
 

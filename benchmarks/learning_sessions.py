@@ -91,7 +91,7 @@ FILES = {
 PLAYBOOK = ('{"version": "1.0", "sections": {"USER PREFERENCES": [{"name": "pref-001", "text": "Answer in English", '
             '"helpful": 1, "harmful": 0}], "PROJECT CONTEXT": [{"name": "ctx-001", "text": "the shop package lives '
             'in src/", "helpful": 2, "harmful": 0}]}}')
-"""The playbook the plugin's commands show in the `commands` sessions (`.claude/playbook.json`, imported on first use)."""
+"""The playbook the plugin's commands show in the `commands` sessions (`.claude/playbook.json`, imported first)."""
 
 
 def read(path: str) -> Reply:

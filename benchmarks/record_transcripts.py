@@ -15,7 +15,8 @@ which Claude Code really runs (Read, Grep, Bash), so every record is what Claude
 The learning benchmark's sessions (`learning`: the cases of benchmarks/transcripts/learning/labels.json,
 scripted in benchmarks/learning_sessions.py) are recorded the same way, into benchmarks/transcripts/learning/.
 
-Paths are replaced by /HOME, /PROJECT and -PROJECT as in tests/fixtures/transcripts.
+Paths are replaced by /HOME, /PROJECT and -PROJECT as in tests/fixtures/transcripts, and this
+repository's by /PLUGIN.
 """
 
 from __future__ import annotations
@@ -181,7 +182,8 @@ def session(claude: str, prompts: list[str], turns: list[list[Reply]], setup: Ca
         slug = next(slug for slug in project_slugs(str(project))
                     if (home / ".claude" / "projects" / slug / f"{session_id}.jsonl").exists())
         data = (home / ".claude" / "projects" / slug / f"{session_id}.jsonl").read_bytes()
-        for old, new in ((slug, "-PROJECT"), (str(project), "/PROJECT"), (str(home), "/HOME")):
+        names = ((slug, "-PROJECT"), (str(project), "/PROJECT"), (str(home), "/HOME"), (str(ROOT), "/PLUGIN"))
+        for old, new in names:
             data = data.replace(old.encode(), new.encode())
         return data
 

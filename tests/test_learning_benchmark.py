@@ -83,8 +83,9 @@ def test_the_score_counts_false_lessons_duplicates_id_changes_and_missing_lesson
 
     cycle("ctx_port", {}, {"ctx-001": port})
     cycle("nothing_hello", {"ctx-001": port}, {"ctx-001": port, "oth-001": "Say hi back"})
-    cycle("ctx_discount", {"ctx-001": port}, {"ctx-003": port + " (merged)", "mis-001": "Totals have float rounding bugs"})
-    live = {"ctx-003": port + " (merged)", "ctx-004": "Port 8765, not 8000", "mis-001": "Totals have float rounding bugs"}
+    rounding = "Totals have float rounding bugs"
+    cycle("ctx_discount", {"ctx-001": port}, {"ctx-003": port + " (merged)", "mis-001": rounding})
+    live = {"ctx-003": port + " (merged)", "ctx-004": "Port 8765, not 8000", "mis-001": rounding}
     cycle("ctx_handlers", {}, live)
     report = tracker.report("scripted", "scripted", live, (120, 3000))
     assert report.missing == ["handlers", "discount_percent"]
