@@ -9,7 +9,7 @@ import pytest
 
 from benchmarks.learning import run, scripted_model, which_case
 from benchmarks.learning_labels import LABELS, Labels, load
-from benchmarks.learning_score import Tracker, render
+from benchmarks.learning_score import LearningReport, Tracker, render
 from playbook.learner.transcript import nothing_to_learn, read_transcript
 from tests.fake_anthropic import FakeAnthropic, request_texts
 
@@ -69,7 +69,9 @@ def test_the_scripted_model_answers_each_session_from_its_labels():
     assert case.wording["pathlib"] in curation and '"USER PREFERENCES"' in curation
 
 
-def test_the_score_counts_false_lessons_duplicates_id_changes_and_missing_lessons():
+def scored_badly() -> LearningReport:
+    """The score of a learner that got everything wrong: a lesson missed, one from a session with nothing to learn,
+    a false one, a lesson moved to a new id and held twice."""
     labels = Labels(lessons=LABELLED.lessons, false_lessons=LABELLED.false_lessons, cases=[
         case for case in LABELLED.cases if case.name in ("ctx_port", "nothing_hello", "ctx_discount", "ctx_handlers")])
     by_name = {case.name: case for case in labels.cases}
@@ -87,7 +89,11 @@ def test_the_score_counts_false_lessons_duplicates_id_changes_and_missing_lesson
     cycle("ctx_discount", {"ctx-001": port}, {"ctx-003": port + " (merged)", "mis-001": rounding})
     live = {"ctx-003": port + " (merged)", "ctx-004": "Port 8765, not 8000", "mis-001": rounding}
     cycle("ctx_handlers", {}, live)
-    report = tracker.report("scripted", "scripted", live, (120, 3000))
+    return tracker.report("scripted", "scripted", live, (120, 3000))
+
+
+def test_the_score_counts_false_lessons_duplicates_id_changes_and_missing_lessons():
+    report = scored_badly()
     assert report.missing == ["handlers", "discount_percent"]
     assert [line.split(":")[0] for line in report.false_lessons] == ["oth-001", "mis-001"]
     assert report.duplicates == ["port: ctx-003, ctx-004"]
@@ -97,6 +103,19 @@ def test_the_score_counts_false_lessons_duplicates_id_changes_and_missing_lesson
         "ids changed over the run": False, "sessions with a labelled lesson learned (cycle run, not skipped)": True,
         "model calls for sessions of only the plugin's commands": True}
     assert not report.all_met and "NOT met" in render(report)
+
+
+def test_the_command_prints_the_table_and_its_targets_and_fails_when_one_is_not_met(monkeypatch, capsys):
+    import benchmarks.learning
+
+    report = scored_badly()
+    monkeypatch.setattr(benchmarks.learning, "run", lambda mode, model=None, **kwargs: report)
+    assert benchmarks.learning.main([]) == 1
+    out = capsys.readouterr().out
+    assert "session" in out and "sent tk" in out and "ctx_port" in out
+    assert "false lessons" in out and "target 0    NOT met" in out and "oth-001: Say hi back" in out
+    assert benchmarks.learning.main(["--model", "--json"]) == 1
+    assert '"all_met":false' in capsys.readouterr().out
 
 
 @pytest.mark.slow
