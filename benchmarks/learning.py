@@ -140,7 +140,8 @@ def _size(path: Path) -> tuple[int, int]:
 def _learn(labels: Labels, project: Path, sessions: Path, directory: Path, mode: str, model: str,
            say: Callable[[str], None]) -> LearningReport:
     from playbook.learner.lean import current_plan
-    from playbook.learner.learn import learn_pending, request_learning
+    from playbook.learner.learn import learn_pending
+    from playbook.learner.requests import request_learning
     from playbook.wiring.project import repository
 
     tracker, seen = Tracker(labels), 0
@@ -191,7 +192,7 @@ def run(mode: Mode = "scripted", model: str | None = None, *, labels: Labels | N
 
 def _sessions(project: Path) -> Path:
     from playbook.learner.bootstrap import transcripts_dir
-    from playbook.learner.transcript import claude_config_dir
+    from playbook.learner.sessions import claude_config_dir
 
     return transcripts_dir(project, Path(claude_config_dir()))
 

@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = Path(__file__).resolve().parent / "transcripts"
 sys.path.insert(0, str(ROOT))
 
-from playbook.learner.transcript import project_slugs  # noqa: E402
+from playbook.learner.sessions import project_slugs  # noqa: E402
 from tests.fake_anthropic import FakeAnthropic, Reply, reply_text, reply_tool_use  # noqa: E402
 
 SOURCES = ["playbook/learner/transcript.py", "eventlog/store.py", "playbook/learner/models.py", "projections/pagedata.py",
