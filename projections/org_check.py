@@ -10,7 +10,8 @@ from eventlog.domain import PlaybookState
 from eventlog.errors import CorruptLogError, PlaybookError
 from eventlog.store import LogReader, Position
 
-from .anchors import AnchorFileError, check
+from .anchor_proof import check
+from .anchors import AnchorFileError
 
 
 class OrgRefused(PlaybookError):

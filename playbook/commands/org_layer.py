@@ -19,7 +19,7 @@ from pathlib import Path
 
 from eventlog.errors import PlaybookError
 from eventlog.safefiles import create, directory, remove_tree, replace, write_file
-from projections.anchors import record
+from projections.anchor_proof import record
 from projections.org_check import OrgRefused, verified
 from projections.orgs import (NAME, REFUSED_DIR, FORMAT, OrgEntry, OrgProjection, OrgSettings, entries_of, org_dir,
                               org_root, read_settings, write_projection, write_settings)
