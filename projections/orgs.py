@@ -94,9 +94,13 @@ def read_settings() -> OrgSettings:
     if raw is None:
         raise SettingsBroken(f"{settings_path()} is not a regular file of at most 1 MiB")
     try:
-        return msgspec.json.decode(raw, type=OrgSettings)
+        found = msgspec.json.decode(raw, type=OrgSettings)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise SettingsBroken(f"{settings_path()} is not an orgs file ({exc})") from exc
+    for org in found.orgs:
+        if not NAME.fullmatch(org.name):  # a name is a directory under org/: never `..` or a path
+            raise SettingsBroken(f"{settings_path()}: {org.name!r} is not an org name")
+    return found
 
 
 class SettingsBroken(ValueError):

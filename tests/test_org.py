@@ -412,3 +412,21 @@ def test_a_prompt_recalls_an_org_key_point_the_budget_left_out(org, project, cap
                             PLAYBOOK_INJECTION_BUDGET="450"))
     assert ("[org:acme/ctx-021] helpful=0 harmful=0 :: service tango keeps its state in the tangostore cluster"
             in found), found
+
+
+@pytest.mark.slow
+def test_an_orgs_file_edited_to_run_code_is_refused(added, project, capsys, tmp_path):
+    from projections.orgs import settings_path
+
+    marker = tmp_path / "ran"
+    found = json.loads(settings_path().read_text())
+    found["orgs"][0]["url"] = f"ext::sh -c touch% {marker}"
+    settings_path().write_text(json.dumps(found))
+    refused_in_one_line(capsys, "the ext transport runs commands")
+    assert not marker.exists()
+    still_injected(project)
+    found["orgs"][0]["name"] = "../../escape"
+    settings_path().write_text(json.dumps(found))
+    code, _out, err = run(capsys, "org", "remove", "../../escape")
+    assert code == 1 and "is not an org name" in err and len(err.strip().splitlines()) == 1
+    assert ORG_LINE in session_start(project)

@@ -172,8 +172,8 @@ def fetch_one(entry: OrgEntry, quiet: bool) -> tuple[bool, str]:
     kept = "the last good copy stays injected" if entry.fetched else "nothing of it is injected"
     try:
         org_git.init(here / GIT_DIR)
-        commit = org_git.fetch(here / GIT_DIR, entry.url, quiet)
-    except GitFailed as exc:
+        commit = org_git.fetch(here / GIT_DIR, org_git.check_url(entry.url), quiet)
+    except PlaybookError as exc:  # git failed, or a URL edited into orgs.json that git must not be given
         entry.error = f"cannot fetch {_shown_url(entry.url)}: {exc}"
         return False, f"{entry.error}; {kept}"
     try:
