@@ -76,7 +76,7 @@ def hook_names(entries: int) -> tuple[str, ...]:
     return (session_start_name(entries), plugin_start_name(entries), PROMPT, PRE_COMPACT, SESSION_END_OFF)
 
 
-PLUGIN_HOOK = Path(__file__).resolve().parents[1] / "hooks" / "playbook-hook"
+PLUGIN_HOOK = Path(__file__).resolve().parents[1] / "plugin" / "hooks" / "playbook-hook"
 
 
 def measure(runs: int = 40, entries: int = 500) -> dict[str, list[float]]:
