@@ -34,9 +34,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif((CLAUDE is None or UV is None
                                 reason="needs Claude Code (npm install @anthropic-ai/claude-code) and uv")]
 
 
-BASE_PYTHON = getattr(sys, "_base_executable", sys.executable)
-
-
+BASE_PYTHON = getattr(sys, "_base_executable", sys.executable)  # in CI a pyenv build, as a python.org one
 SYSTEM_PYTHON = "/usr/bin/python3"
 
 
@@ -49,31 +47,30 @@ def probe(python: str, code: str) -> bool:
 
 def system_python() -> str:
     """The distribution's own python3 (Debian's and Ubuntu's patch `site`, and ship ensurepip apart), when it is
-    a Python 3.11+ other than the base one; else the test is skipped."""
-    if not os.access(SYSTEM_PYTHON, os.X_OK) or os.path.realpath(SYSTEM_PYTHON) == os.path.realpath(BASE_PYTHON) \
-            or not probe(SYSTEM_PYTHON, "import sys; assert sys.version_info >= (3, 11)"):
-        pytest.skip(f"no Python 3.11+ at {SYSTEM_PYTHON} other than {BASE_PYTHON}")
+    a Python 3.11+; else the test is skipped."""
+    if not (os.access(SYSTEM_PYTHON, os.X_OK)
+            and probe(SYSTEM_PYTHON, "import sys; assert sys.version_info >= (3, 11)")):
+        pytest.skip(f"no Python 3.11+ at {SYSTEM_PYTHON}")
     return SYSTEM_PYTHON
 
 
-# The interpreters users have, each with what the set-up then uses (as its log shows: `$ <program> ...`).
+# The interpreters users have, and what the set-up then installs with (as its log shows: `$ <program> ...`).
 ROUTES = {
-    "pyenv python, uv": "uv",
-    f"{SYSTEM_PYTHON} with pip, no uv": "pip",
-    f"{SYSTEM_PYTHON} without ensurepip, uv": "uv",
+    "base python, uv": ("base", "uv"),
+    f"{SYSTEM_PYTHON} with pip, no uv": ("system", "pip"),
+    f"{SYSTEM_PYTHON} without ensurepip, uv": ("system without ensurepip", "uv"),
 }
 
 
-def route_python(route: str, request: pytest.FixtureRequest) -> str:
-    if route.startswith("pyenv"):
+def route_python(python: str, request: pytest.FixtureRequest) -> str:
+    if python == "base":
         return BASE_PYTHON
-    if "without ensurepip" in route:
-        system_python()
+    system = system_python()
+    if python == "system without ensurepip":  # Debian's and Ubuntu's python3 without python3-venv
         return str(Path(request.getfixturevalue("bin_without_ensurepip")) / "python3")
-    python = system_python()
-    if not (probe(python, "import ensurepip") or probe(python, "import pip")):
-        pytest.skip(f"{python} has neither pip nor ensurepip (python3-venv)")
-    return python
+    if not (probe(system, "import ensurepip") or probe(system, "import pip")):
+        pytest.skip(f"{system} has neither pip nor ensurepip (python3-venv)")
+    return system
 
 
 def tool_path(tmp_path: Path, python3: str = BASE_PYTHON, uv: bool = True) -> str:
@@ -111,7 +108,8 @@ def respond_with_the_cli(body: dict) -> Reply:
 
 @pytest.mark.parametrize("route", ROUTES)
 def test_the_plugin_installs_from_its_marketplace_sets_itself_up_and_learns(tmp_path, route, request):
-    python3, installer = route_python(route, request), ROUTES[route]
+    python, installer = ROUTES[route]
+    python3 = route_python(python, request)
     home, project, markers = tmp_path / "home", tmp_path / "project", tmp_path / "markers"
     config = home / ".claude"
     for directory in (home, project / ".claude", markers):
