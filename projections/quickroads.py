@@ -144,6 +144,15 @@ MAX_SLUG = 200
 """The longest directory name Claude Code writes under `projects/` before it cuts the name and adds a hash."""
 
 
+def _utf16(point: int) -> tuple[int, ...]:
+    """The UTF-16 code units of one code point (a lone surrogate as itself), as `encode("utf-16-le",
+    "surrogatepass")` gives them, without loading that codec (a module import on every hook)."""
+    if point < 0x10000:
+        return (point,)
+    point -= 0x10000
+    return 0xD800 + (point >> 10), 0xDC00 + (point & 0x3FF)
+
+
 def project_slug(absolute: str) -> str:
     """Claude Code's (2.1) name for the directory of the project at `absolute` under `projects/`.
 
@@ -152,8 +161,7 @@ def project_slug(absolute: str) -> str:
     and the path's hash (Java's String.hashCode over the code units, its absolute value in base 36).
     Observed with Claude Code 2.1.328: `/tmp/enc/work/my.proj_dir name é` is written under
     `-tmp-enc-work-my-proj-dir-name--`, `/tmp/enc/work2/emoji 😀 ü` under `-tmp-enc-work2-emoji-----`."""
-    data = absolute.encode("utf-16-le", "surrogatepass")
-    units = [int.from_bytes(data[i:i + 2], "little") for i in range(0, len(data), 2)]
+    units = [unit for point in map(ord, absolute) for unit in _utf16(point)]
     slug = "".join(chr(u) if u < 128 and chr(u).isalnum() else "-" for u in units)
     if len(slug) <= MAX_SLUG:
         return slug

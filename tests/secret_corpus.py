@@ -183,7 +183,7 @@ def code_heavy_text() -> str:
     The scrubber's own module and the tests (which plant secrets on purpose) are left out.
     """
     parts = []
-    for directory in ("eventlog", "projections", "playbook", "benchmarks", "hooks", "docs"):
+    for directory in ("eventlog", "projections", "playbook", "benchmarks", "plugin/hooks", "docs"):
         for path in sorted((ROOT / directory).rglob("*")):
             if path.suffix in (".py", ".md", ".json", ".sh") and path.name != "scrub.py":
                 parts.append(f"[tool result: {path.relative_to(ROOT)}]\n{path.read_text(encoding='utf-8')}")

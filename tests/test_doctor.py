@@ -353,7 +353,7 @@ def test_bad_input_is_one_line(project: Path, argv: list[str], capsys: pytest.Ca
 
 
 def test_the_slash_command_runs_the_doctor_and_never_fails_on_its_exit_status() -> None:
-    text = (Path(__file__).resolve().parent.parent / "commands" / "doctor.md").read_text()
+    text = (Path(__file__).resolve().parent.parent / "plugin" / "commands" / "doctor.md").read_text()
     assert "allowed-tools: Bash(playbook doctor:*)" in text
     # A `!` line that exits non-zero fails the whole command in Claude Code: the report must reach the session.
     assert "!`playbook doctor || true`" in text

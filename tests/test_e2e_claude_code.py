@@ -157,7 +157,7 @@ def test_the_repository_works_as_a_claude_code_plugin(tmp_path):
                if not k.startswith(("ANTHROPIC_", "AGENTIC_CONTEXT_", "CLAUDE", "PLAYBOOK_"))}
         env |= {"HOME": str(home), "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-test-e2e",
                 "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "PLAYBOOK_PYTHON": sys.executable}
-        result = subprocess.run([CLAUDE, "--plugin-dir", str(ROOT), "-p", "Where is the API?",
+        result = subprocess.run([CLAUDE, "--plugin-dir", str(ROOT / "plugin"), "-p", "Where is the API?",
                                  "--output-format", "json"], cwd=project, env=env, capture_output=True, text=True,
                                 timeout=180)
         assert result.returncode == 0, result.stderr

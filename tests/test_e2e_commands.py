@@ -27,7 +27,8 @@ from tests.fake_anthropic import FakeAnthropic, Reply, reply_text, reply_tool_us
 from tests.test_e2e_claude_code import CLAUDE, REFLECTION
 
 ROOT = Path(__file__).resolve().parent.parent
-PLUGIN = json.loads((ROOT / ".claude-plugin" / "plugin.json").read_text())["name"]
+PLUGIN_DIR = ROOT / "plugin"
+PLUGIN = json.loads((PLUGIN_DIR / ".claude-plugin" / "plugin.json").read_text())["name"]
 LEARNED = "Run the linter before the tests"
 CURATION = {"reasoning": "The linter caught it first.",
             "operations": [{"type": "ADD", "text": LEARNED, "section": "PATTERNS & APPROACHES"}]}
@@ -109,7 +110,7 @@ def test_slash_commands_show_why_remember_forget_undo_and_learn_through_the_cli(
         def claude(prompt: str, *extra: str) -> tuple[dict, str]:
             """Run one `claude -p`; its result, and the text of the last request it sent to the model."""
             before = len(api.message_bodies())
-            result = subprocess.run([CLAUDE, "--plugin-dir", str(ROOT), *extra, "-p", prompt, "--output-format",
+            result = subprocess.run([CLAUDE, "--plugin-dir", str(PLUGIN_DIR), *extra, "-p", prompt, "--output-format",
                                      "json"], cwd=project, env=env, capture_output=True, text=True, timeout=180)
             assert result.returncode == 0, result.stdout + result.stderr
             assert "Traceback" not in result.stdout + result.stderr
@@ -191,7 +192,7 @@ def test_the_doctor_command_hands_its_report_to_the_session_even_when_a_check_fa
         env |= {"HOME": str(home), "CLAUDE_CONFIG_DIR": str(config), "ANTHROPIC_BASE_URL": api.url,
                 "ANTHROPIC_API_KEY": "sk-test-e2e", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
                 "DISABLE_AUTOUPDATER": "1", "PLAYBOOK_PYTHON": sys.executable}
-        result = subprocess.run([CLAUDE, "--plugin-dir", str(ROOT), "-p", f"/{PLUGIN}:doctor", "--output-format",
+        result = subprocess.run([CLAUDE, "--plugin-dir", str(PLUGIN_DIR), "-p", f"/{PLUGIN}:doctor", "--output-format",
                                  "json"], cwd=project, env=env, capture_output=True, text=True, timeout=180)
         assert result.returncode == 0, result.stdout + result.stderr
         seen = "\n".join(request_texts(body) for body in api.message_bodies())

@@ -31,7 +31,7 @@ def broken_python(tmp_path_factory: pytest.TempPathFactory) -> str:
 @pytest.mark.parametrize("event", ["SessionEnd", "PreCompact", "SubagentStop"])
 def test_hook_in_a_broken_environment_says_one_line(broken_python: str, tmp_path: Path, event: str) -> None:
     env = {**os.environ, "PLAYBOOK_PYTHON": broken_python, "CLAUDE_PROJECT_DIR": str(tmp_path)}
-    done = subprocess.run(["sh", str(ROOT / "hooks" / "playbook-hook"), event], input=b"{}", capture_output=True,
+    done = subprocess.run(["sh", str(ROOT / "plugin/hooks/playbook-hook"), event], input=b"{}", capture_output=True,
                           env=env, cwd=tmp_path, timeout=30)
     assert done.returncode == 0
     assert done.stdout == b""

@@ -138,7 +138,7 @@ def test_a_claude_directory_linked_inside_the_project_is_used(tmp_path: Path) ->
 
 # --- a settings file a repository carries as a link ------------------------------------------------------
 
-PLUGIN_HOOK = ROOT / "hooks" / "playbook-hook"
+PLUGIN_HOOK = ROOT / "plugin" / "hooks" / "playbook-hook"
 
 
 def _limited() -> None:

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow  # starts processes, a browser or Claude Code, or 
 ROOT = Path(__file__).resolve().parent.parent
 HIJACKED_NAMES = ("playbook", "eventlog", "projections", "prompts", "msgspec", "anthropic", "sitecustomize",
                   "usercustomize")
-PLUGIN_HOOK = ROOT / "hooks" / "playbook-hook"
+PLUGIN_HOOK = ROOT / "plugin" / "hooks" / "playbook-hook"
 
 
 def plant_packages(directory: Path, markers: Path) -> None:
@@ -129,7 +129,8 @@ def test_installed_hooks_import_nothing_from_the_project(hostile):
 def test_the_plugins_hooks_import_nothing_from_the_project(hostile):
     project, home, markers, transcript = hostile
     commands = {event: f'sh "{PLUGIN_HOOK}" {event}' for event in HOOK_EVENTS}
-    run_every_hook(commands, project, home, transcript, CLAUDE_PLUGIN_ROOT=str(ROOT), PLAYBOOK_PYTHON=sys.executable)
+    run_every_hook(commands, project, home, transcript, CLAUDE_PLUGIN_ROOT=str(PLUGIN_HOOK.parents[1]),
+                   PLAYBOOK_PYTHON=sys.executable)
     assert sorted(p.name for p in markers.iterdir()) == []
 
 
@@ -147,7 +148,7 @@ def test_the_plugins_setup_path_imports_nothing_from_the_project(hostile, tmp_pa
         for event, stdin in hook_inputs(transcript).items():
             result = subprocess.run(f'sh "{PLUGIN_HOOK}" {event}', shell=True, input=stdin, capture_output=True,
                                     cwd=project, timeout=60,
-                                    env=hook_env(project, home, CLAUDE_PLUGIN_ROOT=str(ROOT),
+                                    env=hook_env(project, home, CLAUDE_PLUGIN_ROOT=str(ROOT / "plugin"),
                                                  CLAUDE_PLUGIN_DATA=str(data)))
             assert result.returncode == 0 and b"Traceback" not in result.stderr, (event, result.stderr)
     assert sorted(p.name for p in markers.iterdir()) == []
@@ -186,9 +187,9 @@ def tracked_copy(destination: Path) -> Path:
                             capture_output=True, check=True).stdout.split(b"\0")
     for name in filter(None, (n.decode() for n in listed)):
         source = ROOT / name
-        if source.is_file():
+        if source.is_symlink() or source.is_file():  # links as links (plugin/ is made of them)
             (destination / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, destination / name)
+            shutil.copy2(source, destination / name, follow_symlinks=False)
     return destination
 
 

@@ -142,7 +142,7 @@ def test_a_hooks_python_without_msgspec_is_told_at_the_next_session_start_once(p
     # A learning hook of the plugin in that environment: one line on stderr, and the learn log keeps it.
     config = Path(os.environ["CLAUDE_CONFIG_DIR"])
     payload = json.dumps({"session_id": "s1", "transcript_path": str(transcript(config, "s1"))}).encode()
-    done = subprocess.run(["sh", str(ROOT / "hooks" / "playbook-hook"), "SessionEnd"], input=payload,
+    done = subprocess.run(["sh", str(ROOT / "plugin/hooks/playbook-hook"), "SessionEnd"], input=payload,
                           capture_output=True, timeout=60, cwd=project,
                           env={**os.environ, **broken, "CLAUDE_PROJECT_DIR": str(project)})
     assert done.returncode == 0 and done.stderr.count(b"\n") == 1 and b"msgspec" in done.stderr
@@ -160,13 +160,13 @@ def test_a_playbook_python_that_cannot_be_run_is_told_and_the_plugins_own_enviro
     (data / "venv" / "bin").mkdir(parents=True)
     (data / "venv" / "bin" / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
     (data / "venv" / "bin" / "python").chmod(0o755)
-    (data / "venv" / "playbook-ready").write_text(f"{ROOT}\n")
+    (data / "venv" / "playbook-ready").write_text(f"{ROOT / 'plugin'}\n")
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(KEYS)}, "CLAUDE_PROJECT_DIR": str(project),
-           "CLAUDE_PLUGIN_DATA": str(data), "CLAUDE_PLUGIN_ROOT": str(ROOT), "ANTHROPIC_API_KEY": "sk-test",
+           "CLAUDE_PLUGIN_DATA": str(data), "CLAUDE_PLUGIN_ROOT": str(ROOT / "plugin"), "ANTHROPIC_API_KEY": "sk-test",
            "PLAYBOOK_PYTHON": str(tmp_path / "gone" / "python")}
 
     def start() -> dict[str, object]:
-        done = subprocess.run(["sh", str(ROOT / "hooks" / "playbook-hook"), "SessionStart"], input=b"{}",
+        done = subprocess.run(["sh", str(ROOT / "plugin/hooks/playbook-hook"), "SessionStart"], input=b"{}",
                               capture_output=True, timeout=60, env=env, cwd=project)
         assert done.returncode == 0 and done.stderr == b"", done.stderr
         output: dict[str, object] = json.loads(done.stdout)
@@ -179,7 +179,7 @@ def test_a_playbook_python_that_cannot_be_run_is_told_and_the_plugins_own_enviro
     assert "systemMessage" not in start()
 
     def end() -> None:
-        subprocess.run(["sh", str(ROOT / "hooks" / "playbook-hook"), "SessionEnd"], input=b'{"session_id": "s"}',
+        subprocess.run(["sh", str(ROOT / "plugin/hooks/playbook-hook"), "SessionEnd"], input=b'{"session_id": "s"}',
                        capture_output=True, timeout=60, env=env, cwd=project)
 
     end()

@@ -23,7 +23,7 @@ from projections.repository import PlaybookRepository
 pytestmark = pytest.mark.slow  # starts processes, a browser or Claude Code, or runs a campaign
 
 ROOT = Path(__file__).resolve().parent.parent
-PLUGIN_HOOK = ROOT / "hooks" / "playbook-hook"
+PLUGIN_HOOK = ROOT / "plugin" / "hooks" / "playbook-hook"
 UV = shutil.which("uv") or shutil.which("uv", path=os.path.dirname(sys.executable))
 EVENTS = ("SessionStart", "SessionEnd", "PreCompact", "SubagentStop")
 
@@ -39,7 +39,7 @@ def only(tmp_path: Path, **tools: str) -> str:
 
 def run_hook(event: str, project: Path, data: Path, path: str, **extra: str) -> subprocess.CompletedProcess:
     env = {"PATH": path, "HOME": str(project.parent / "home"), "CLAUDE_PROJECT_DIR": str(project),
-           "CLAUDE_PLUGIN_ROOT": str(ROOT), "CLAUDE_PLUGIN_DATA": str(data), "LANG": "C.UTF-8", **extra}
+           "CLAUDE_PLUGIN_ROOT": str(ROOT / "plugin"), "CLAUDE_PLUGIN_DATA": str(data), "LANG": "C.UTF-8", **extra}
     stdin = json.dumps({"hook_event_name": event, "session_id": "s", "source": "startup", "reason": "other",
                         "transcript_path": str(project / "t.jsonl")}).encode()
     return subprocess.run(["/bin/sh", str(PLUGIN_HOOK), event], input=stdin, capture_output=True, cwd=project,
@@ -134,7 +134,7 @@ def test_a_ready_environment_of_another_plugin_version_is_set_up_again(tmp_path,
         fcntl.flock(held, fcntl.LOCK_EX)
         result = run_hook("SessionStart", project, data, path)
     assert "setting up its Python environment" in json.loads(result.stdout)["systemMessage"]
-    (data / "venv" / "playbook-ready").write_text(f"{ROOT}\n")
+    (data / "venv" / "playbook-ready").write_text(f"{ROOT / 'plugin'}\n")
     result = run_hook("SessionStart", project, data, path)
     assert "systemMessage" not in json.loads(result.stdout) and result.stderr == b""
 

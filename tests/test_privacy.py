@@ -137,7 +137,7 @@ def test_a_projects_settings_cannot_clear_the_users_never_learn(tmp_path, home):
     stdin = json.dumps({"session_id": "s", "reason": "exit", "transcript_path": str(transcript)}).encode()
     root = Path(__file__).resolve().parent.parent
     env = {**os.environ, "CLAUDE_PROJECT_DIR": str(project), "PLAYBOOK_PYTHON": sys.executable, "PLAYBOOK_CLAUDE": ""}
-    done = subprocess.run(["sh", str(root / "hooks" / "playbook-hook"), "SessionEnd"], input=stdin,
+    done = subprocess.run(["sh", str(root / "plugin" / "hooks" / "playbook-hook"), "SessionEnd"], input=stdin,
                           capture_output=True, cwd=project, env=env, timeout=60)
     assert (done.returncode, done.stderr) == (0, b""), done
     log = project / ".claude" / "playbook.events.jsonl"

@@ -69,7 +69,7 @@ def learning_hook(project: Path, event: str, extra: dict) -> subprocess.Complete
     stdin = json.dumps({"session_id": "s", "transcript_path": str(transcript), "hook_event_name": event,
                         "cwd": str(project), **extra}).encode()
     env = {**os.environ, "PLAYBOOK_PYTHON": sys.executable}
-    return subprocess.run(["sh", str(ROOT / "hooks" / "playbook-hook"), event], input=stdin,
+    return subprocess.run(["sh", str(ROOT / "plugin" / "hooks" / "playbook-hook"), event], input=stdin,
                           capture_output=True, cwd=project, env=env, timeout=60)
 
 

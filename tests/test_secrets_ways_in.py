@@ -141,7 +141,7 @@ def test_playbook_add_user_stores_no_secret_and_says_what_it_redacted(project, c
 def test_remember_runs_the_command_its_prompt_gives_and_stores_no_secret(project, capsys):
     """`/remember` has Claude run the one command its prompt gives, the text single-quoted as the prompt says:
     run here as the Bash tool would, in a shell, with `playbook` the installed command line."""
-    prompt = (ROOT / "commands" / "remember.md").read_text(encoding="utf-8")
+    prompt = (ROOT / "plugin" / "commands" / "remember.md").read_text(encoding="utf-8")
     command = next(line.strip() for line in prompt.splitlines() if line.strip().startswith("playbook add "))
     (text, value), = PLANTED["slack-token"]
     typed = f"Post deploys to the channel with {text}, it's the bot's"

@@ -3,7 +3,7 @@
 Their `site` is patched: `site.getsitepackages` names a virtual environment's site-packages only once
 `site` has run, which the hooks skip (`-I -S`), so a launcher asking it found none of the dependencies.
 Their `ensurepip` comes apart from Python (python3.X-venv), without which `venv` fails half way. Driven
-as Claude Code runs them: `sh hooks/playbook-hook EVENT`, `sh bin/playbook ...`, `python -I -S launch.py`.
+as Claude Code runs them: `sh plugin/hooks/playbook-hook EVENT`, `sh plugin/bin/playbook ...`, `python -I -S launch.py`.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def test_the_plugin_set_up_on_the_system_python_learns_and_runs_its_command(tmp_
     assert (data / "venv" / "playbook-site-packages").read_text().strip()
     env = {"PATH": f"{path}:/usr/bin:/bin", "HOME": str(tmp_path / "home"), "CLAUDE_PLUGIN_DATA": str(data),
            "LANG": "C.UTF-8"}
-    shown = subprocess.run(["/bin/sh", str(ROOT / "bin" / "playbook"), "--project", str(project), "log", "--json"],
+    shown = subprocess.run(["/bin/sh", str(ROOT / "plugin/bin/playbook"), "--project", str(project), "log", "--json"],
                            capture_output=True, cwd=project, env=env, timeout=60)
     assert shown.returncode == 0 and shown.stderr == b"", shown.stderr
     json.loads(shown.stdout)

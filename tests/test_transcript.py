@@ -388,5 +388,5 @@ def test_a_session_without_a_user_turn_has_no_request(tmp_path):
 
 def test_the_plugins_name_and_commands_are_those_it_ships():
     root = Path(__file__).resolve().parent.parent
-    assert json.loads((root / ".claude-plugin" / "plugin.json").read_text())["name"] == PLUGIN
-    assert {path.stem for path in (root / "commands").glob("*.md")} == PLUGIN_COMMANDS
+    assert json.loads((root / "plugin" / ".claude-plugin" / "plugin.json").read_text())["name"] == PLUGIN
+    assert {path.stem for path in (root / "plugin" / "commands").glob("*.md")} == PLUGIN_COMMANDS

@@ -167,4 +167,10 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    for stream in (sys.stdout, sys.stderr):  # what was written goes out; the interpreter's teardown is skipped
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):  # a reader gone, or no stream: nothing more to say
+            pass
+    os._exit(code)

@@ -36,9 +36,10 @@ def site_packages() -> list[str]:
     """The site-packages directories `site` would add for this interpreter, without reading their `.pth` files.
 
     A virtual environment's own are the ones its set-up recorded (the plugin's), else where `venv` made them:
-    its install scheme, asked of `sysconfig` as `venv` asks it (which costs a millisecond or two the record
-    spares). `site.getsitepackages` cannot be asked for them under -S: Debian's and Ubuntu's `site` name a
-    virtual environment's site-packages only once `site` itself has moved `sys.prefix` into it.
+    its install scheme, as `sysconfig` has it for POSIX (importing `sysconfig` costs a millisecond), or asked of
+    `sysconfig` as `venv` asks it where those directories are not. `site.getsitepackages` cannot be asked for them
+    under -S: Debian's and Ubuntu's `site` name a virtual environment's site-packages only once `site` itself has
+    moved `sys.prefix` into it.
     """
     prefix = os.path.dirname(os.path.dirname(os.path.abspath(sys.executable)))
     try:
@@ -53,6 +54,10 @@ def site_packages() -> list[str]:
                 paths = [line for line in handle.read().splitlines() if os.path.isabs(line)]
         except (OSError, ValueError):
             pass
+        if not paths and os.name == "posix":
+            version = f"python{sys.version_info[0]}.{sys.version_info[1]}{'t' if 't' in sys.abiflags else ''}"
+            paths = [os.path.join(prefix, lib, version, "site-packages") for lib in ("lib", sys.platlibdir)]
+            paths = paths if any(os.path.isdir(path) for path in paths) else []
         if not paths:
             import sysconfig
 
@@ -90,8 +95,8 @@ def quiet_learning_hook(event: str) -> io.BytesIO | None:
         quiet = nothing_to_do(event, raw)
     except Exception:  # undecided: the full hook decides, and says what is wrong
         quiet = False
-    if quiet:
-        sys.exit(0)
+    if quiet:  # nothing was written, nothing is left to close: the interpreter's teardown is skipped
+        os._exit(0)
     return io.BytesIO(raw)
 
 
