@@ -165,7 +165,7 @@ def session(claude: str, prompts: list[str], turns: list[list[Reply]], setup: Ca
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE", "PLAYBOOK_"))}
         # This interpreter's scripts (pytest, playbook) are on the PATH the session's tools and commands run with.
         env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", os.defpath)])
-        extra = ["--plugin-dir", str(ROOT)] if plugin else []
+        extra = ["--plugin-dir", str(ROOT / "plugin")] if plugin else []
         session_id = None
         with FakeAnthropic(respond) as api:
             env |= {"HOME": str(home), "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-test-123",
