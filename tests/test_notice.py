@@ -24,7 +24,8 @@ from playbook.learner.requests import request_learning
 from playbook.wiring import hooks
 from playbook.wiring.notice import FAILING_IN_A_ROW
 from playbook.quick.notices import change_notice, mark_shown
-from projections.quickroads import due_notice, notice_path, read_notice
+from projections.quickroads import notice_path
+from projections.quicknotice import due_notice, read_notice
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, reply_error, reply_text, request_texts
 

@@ -18,7 +18,7 @@ from eventlog.events import Cause
 from playbook.learner.backend import find_claude, model_config
 from playbook.quick.quick_hook import _which, can_reach_model, nothing_to_do, switches
 from playbook.wiring.settings import load_settings
-from projections.quickroads import ALL_OFF
+from projections.quicknotice import ALL_OFF
 from projections.quickroads import notice_path
 from projections.repository import PlaybookRepository
 

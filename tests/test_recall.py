@@ -12,7 +12,7 @@ import pytest
 
 from eventlog.decide import ApplyOperations, ImportLegacy
 from eventlog.events import Cause
-from projections import quickroads
+from projections import quickjson, quickroads
 from projections import recall as index
 from projections.repository import PlaybookRepository
 
@@ -193,10 +193,10 @@ def test_bad_stdin_is_silent_and_exit_0(project):
 def test_the_hook_reads_hook_input_as_json_does_without_importing_json(payload):
     text = json.dumps(payload, indent=1)
     expected = {key: value for key, value in json.loads(text).items() if isinstance(value, str)}
-    assert quickroads.top_level_strings(text) == expected
+    assert quickjson.top_level_strings(text) == expected
     for bad in ("[]", "7", '{"prompt": ', "prompt"):
         with pytest.raises((ValueError, IndexError)):
-            quickroads.top_level_strings(bad)
+            quickjson.top_level_strings(bad)
 
 
 @pytest.mark.slow

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 import msgspec
 
 from eventlog.values import Backend
-from projections.quickroads import NO_BACKEND
+from projections.quicknotice import NO_BACKEND
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
 

@@ -205,7 +205,7 @@ def _ready(repo: PlaybookRepository, state: PlaybookState, pending: PendingLearn
         return _skip(repo, pending, "the playbook is disabled in this project (playbook enable)")
     config = model_config()
     if config is None:
-        from projections.quickroads import NO_BACKEND
+        from projections.quicknotice import NO_BACKEND
 
         return _skip(repo, pending, NO_BACKEND)
     return transcript, config

@@ -12,10 +12,12 @@ import time
 
 # The package's root, beside this file, for the quick roads' contract: absolute, never the current directory.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from projections.quickroads import (INJECTION_NAME, LOG_NAME, MAX_PROJECTION_BYTES, MISSING_PYTHON,  # noqa: E402
-                                    ORG_DIR, ORG_FETCH_EVERY, ORG_FETCH_STARTED, ORG_SETTINGS, SNAPSHOT_NAME,
-                                    claude_outside, current_body, due_notice, environment_line, hook_line,
-                                    json_quote, missing_python_line, org_mark, storage_line, user_dir)
+from projections.quickroads import (INJECTION_NAME, LOG_NAME, MAX_PROJECTION_BYTES, ORG_DIR, ORG_FETCH_EVERY,
+                                    ORG_FETCH_STARTED, ORG_SETTINGS, SNAPSHOT_NAME, claude_outside, current_body,
+                                    org_mark, user_dir)
+from projections.quickjson import json_quote
+from projections.quicknotice import (MISSING_PYTHON, due_notice, environment_line, hook_line, missing_python_line,
+                                     storage_line)
 
 
 def _fast(claude_dir: str, user_level: bool = False) -> "bytes | None":  # a string: any Python 3 runs this

@@ -105,7 +105,8 @@ def unloadable(event: str, stdin: io.BytesIO | None, exc: BaseException) -> None
     and the learn log keeps it for a learning hook, whose session is not learned from."""
     try:
         from playbook.quick.notices import change_notice, note_learning
-        from projections.quickroads import environment_line, top_level_strings
+        from projections.quickjson import top_level_strings
+        from projections.quicknotice import environment_line
 
         project = os.environ.get("CLAUDE_PROJECT_DIR")
         if not project and stdin is not None:

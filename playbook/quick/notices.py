@@ -10,8 +10,9 @@ import os
 import time
 
 from eventlog import safefiles
-from projections.quickroads import (LEARN_LOG_NAME, MAX_NOTICE_LINE, cause_order, claude_outside, json_quote,
-                                    notice_path, read_notice, read_small, user_dir)
+from projections.quickroads import LEARN_LOG_NAME, claude_outside, notice_path, read_small, user_dir
+from projections.quickjson import json_quote
+from projections.quicknotice import MAX_NOTICE_LINE, cause_order, read_notice
 
 
 def change_notice(project: str | os.PathLike[str], changes: dict[str, tuple[str, str] | None],

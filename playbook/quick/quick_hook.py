@@ -19,9 +19,10 @@ import os
 import stat
 
 from projections.protective import COMBINE
-from projections.quickroads import (HOOK_CAUSES, INJECTION_NAME, LEARNING_LINES, MAX_SETTINGS_BYTES,
-                                    MAX_STDIN, PLAYBOOK_FILES, SETTINGS_NAME, SWITCHES, claude_outside, read_notice,
-                                    read_small, top_level_strings)
+from projections.quickroads import (INJECTION_NAME, MAX_SETTINGS_BYTES, MAX_STDIN, PLAYBOOK_FILES, SETTINGS_NAME,
+                                    SWITCHES, claude_outside, read_small)
+from projections.quickjson import top_level_strings
+from projections.quicknotice import HOOK_CAUSES, LEARNING_LINES, read_notice
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}

@@ -18,9 +18,9 @@ except ImportError:  # pragma: no cover - an interpreter without the accelerator
 
 # The package's root, beside this file, for the quick roads' contract: absolute, never the current directory.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from projections.quickroads import (LOG_NAME, MAX_INDEX_BYTES, RECALL_FORMAT, RECALL_NAME,  # noqa: E402
-                                    claude_outside, current_body, json_string, terms, too_large_to_fold,
-                                    top_level_strings)
+from projections.quickroads import (LOG_NAME, MAX_INDEX_BYTES, RECALL_FORMAT, RECALL_NAME, claude_outside,
+                                    current_body, terms, too_large_to_fold)
+from projections.quickjson import json_string, top_level_strings
 
 MAX_PROMPT_CHARS = 20_000
 MIN_SCORE = 2.5

@@ -18,8 +18,9 @@ from eventlog.errors import PlaybookError
 
 from projections.injection import injection_budget, output_of, plan
 from projections.orgs import org_playbooks
-from projections.quickroads import (HOOK_CAUSES, INJECTION_NAME, MAX_PROJECTION_BYTES, MAX_STDIN, current_body,
-                                    not_folded_line, too_large_to_fold)
+from projections.quickroads import (INJECTION_NAME, MAX_PROJECTION_BYTES, MAX_STDIN, current_body, not_folded_line,
+                                    too_large_to_fold)
+from projections.quicknotice import HOOK_CAUSES
 from projections.snapshot import read_snapshot, state_of
 
 from .project import Opened, OutsideProject, claude_dir, collecting, repository, user_repository

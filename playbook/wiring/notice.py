@@ -1,6 +1,6 @@
 """The one line SessionStart shows the user when a hook cannot do its job, at most once a day per cause.
 
-Each cause (`projections.quickroads.NOTICE_CAUSES`) is decided where it is known and kept in the
+Each cause (`projections.quicknotice.NOTICE_CAUSES`) is decided where it is known and kept in the
 project's notice with its line, which names the cause and its fix: the learning hooks, the learner,
 `playbook enable` / `disable` and the SessionStart slow path decide whether learning can run at all
 (`learning_cause`); the learner, whether its cycles keep failing (`failing_line`) and whether the
@@ -8,7 +8,7 @@ day's token budget is spent (`budget_line`); a hook that fails, what failed (`re
 hook scripts, standard library only, that the hooks' Python cannot load the playbook. The SessionStart
 script (`playbook/quick/inject.py`) shows the first cause not shown today as the hook's `systemMessage`
 and notes it; with no notice it costs one failed `open`. Every read and write of the notice goes
-through `projections.quickroads` (`notice_path`, reading) and `playbook.quick.notices` (writing): it lives in the
+through `projections.quicknotice` (reading; `quickroads.notice_path`) and `playbook.quick.notices` (writing): it lives in the
 project's local directory (`quickroads.local_dir`, under the user-level one), never in the repository, whose
 `.claude/` can hold any file: a message shown as ours must come from this machine alone.
 """
@@ -24,7 +24,7 @@ from eventlog.domain import PlaybookState
 from eventlog.errors import CorruptLogError, PlaybookError, StorageError
 from eventlog.files import FILE_MODE
 from playbook.quick.notices import change_notice, note_learning
-from projections.quickroads import DOCTOR, LEARNING_LINES, MISSING_PYTHON, hook_line, storage_line
+from projections.quicknotice import DOCTOR, LEARNING_LINES, MISSING_PYTHON, hook_line, storage_line
 
 from playbook.learner.backend import model_config
 from .settings import load_settings
@@ -54,7 +54,7 @@ def learning_cause(project: Path, state: PlaybookState) -> tuple[str, str] | Non
 
 def learning_blocker(project: Path, state: PlaybookState) -> str | None:
     """Why learning cannot run in `project`, in one line without its fix, or None when it can."""
-    from projections.quickroads import ALL_OFF, DISABLED, NO_BACKEND
+    from projections.quicknotice import ALL_OFF, DISABLED, NO_BACKEND
 
     found = learning_cause(project, state)
     if found is None:
