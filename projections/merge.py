@@ -27,33 +27,19 @@ import msgspec
 
 from eventlog.decide import ReplaceContent, decide
 from eventlog.domain import PlaybookState
-from eventlog.errors import CorruptLogError, PlaybookError
-from eventlog.events import (
-    BranchesMerged,
-    Cause,
-    Event,
-    KeyPointAdded,
-    MergeConflictResolved,
-    TransactionCommitted,
-    UnknownRecord,
-)
+from eventlog.errors import CorruptLogError
+from eventlog.events import BranchesMerged, Cause, Event, KeyPointAdded, MergeConflictResolved, TransactionCommitted
 from eventlog.evolve import apply_transaction
-from eventlog.registry import record_decoder, touched_names
+from eventlog.registry import touched_names
 from eventlog.merge import Merged, Replayed, Tx, merge_transactions
 from eventlog.logformat import restamp
 from eventlog.faults import point as fault
 from eventlog.safefiles import create_new, directory, remove, replace
-from eventlog.store import LogReader, Position, fold_log
+from eventlog.store import Position
 
+from .merge_reading import CHUNK, MergeRefused, common_prefix, fold_prefix, last_commit, log_size, rest_after, rest_until
 from .shared_history import Parting, anchored_side, parting, purged_at
 from .snapshot import playbook_dict
-
-_CHUNK = 1 << 20
-
-
-class MergeRefused(PlaybookError):
-    """The logs cannot be merged (damaged, hand-edited, unfinished, or a revert that would undo later work)."""
-
 
 class SharedHistoryRewritten(MergeRefused):
     """A side holds a transaction of the history both share at its place, but in other bytes: a line of it was
@@ -102,82 +88,6 @@ class MergeOutcome(msgspec.Struct):
     @property
     def unchanged(self) -> bool:
         return self.base == "ours" and not self.tail
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except FileNotFoundError:
-        return 0
-
-
-def common_prefix(a: Path, b: Path) -> int:
-    """How many leading bytes the two files share (read in chunks; a missing file is empty)."""
-    try:
-        left, right = open(a, "rb"), open(b, "rb")
-    except FileNotFoundError:
-        return 0
-    shared = 0
-    with left, right:
-        while True:
-            x, y = left.read(_CHUNK), right.read(_CHUNK)
-            if x == y:
-                if not x:
-                    return shared
-                shared += len(x)
-                continue
-            low, high = 0, min(len(x), len(y))
-            while low < high:  # the longest common prefix of the two chunks
-                middle = (low + high + 1) // 2
-                if x[:middle] == y[:middle]:
-                    low = middle
-                else:
-                    high = middle - 1
-            return shared + low
-
-
-def _rest(path: Path, start: Position, label: str) -> tuple[list[Tx], Position]:
-    """The committed transactions of `path` after `start`, checked line by line as every reader does."""
-    reader = LogReader(path, start)
-    try:
-        transactions = list(reader)
-    except CorruptLogError as exc:
-        raise MergeRefused(f"{label} is not a clean log: line {exc.line}: {exc.reason}") from exc
-    if reader.torn is not None:
-        raise MergeRefused(f"{label} ends in an unfinished transaction ({reader.torn.length} bytes after line "
-                           f"{reader.torn.line - 1}); let its writer finish, or run `playbook verify`")
-    result = []
-    for transaction in transactions:
-        for event in transaction.events:
-            if isinstance(event, UnknownRecord):
-                raise MergeRefused(f"{label} holds a {event.type} record of a newer version of playbook "
-                                   f"(seq {event.seq}); merge with that version")
-        result.append(Tx(transaction.events, transaction.commit))  # type: ignore[arg-type]
-    return result, reader.position
-
-
-def _fold_prefix(path: Path, until: int, label: str) -> tuple[PlaybookState, Position]:
-    try:
-        state, position, _torn = fold_log(path, PlaybookState(), until=until)
-    except CorruptLogError as exc:
-        raise MergeRefused(f"{label} is not a clean log: line {exc.line}: {exc.reason}") from exc
-    return state, position
-
-
-def _last_commit(path: Path, offset: int) -> str:
-    """The transaction id of the commit line ending at `offset` ("" when there is none)."""
-    if offset <= 0:
-        return ""
-    with open(path, "rb") as handle:
-        start = max(offset - (64 << 10), 0)
-        handle.seek(start)
-        block = handle.read(offset - start)
-    line = block[block.rfind(b"\n", 0, len(block) - 1) + 1 :]
-    try:
-        record = record_decoder().decode(line)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return ""
-    return record.tx if isinstance(record, TransactionCommitted) else ""
 
 
 def _stable_id(*parts: object) -> str:
@@ -251,10 +161,10 @@ def _read_sides(ours: Path, theirs: Path, ancestor: Path | None, labels: tuple[s
     both share), and the ancestor's."""
     ours_label, theirs_label, _ancestor_label = labels
     shared = common_prefix(ours, theirs)
-    ours_size, theirs_size = _size(ours), _size(theirs)
-    state, prefix = _fold_prefix(ours, shared, ours_label)
-    ours_rest, ours_end = _rest(ours, prefix, ours_label)
-    theirs_rest, theirs_end = _rest(theirs, prefix, theirs_label)
+    ours_size, theirs_size = log_size(ours), log_size(theirs)
+    state, prefix = fold_prefix(ours, shared, ours_label)
+    ours_rest, ours_end = rest_after(ours, prefix, ours_label)
+    theirs_rest, theirs_end = rest_after(theirs, prefix, theirs_label)
     if ours_end.offset != ours_size or theirs_end.offset != theirs_size:  # pragma: no cover - _rest checks
         raise MergeRefused("a log changed while it was being merged")
     _refuse_rewrite(ours, theirs, ancestor, shared, prefix, {"ours": ours_rest, "theirs": theirs_rest}, labels,
@@ -334,18 +244,18 @@ def _refuse_rewrite(ours: Path, theirs: Path, ancestor: Path | None, shared: int
     at the same place in other bytes. `shared` is how many bytes ours and theirs share, `prefix` the commit
     position at or before it, `rests` each side's transactions after it."""
     found: list[tuple[Parting, str]] = []
-    if ancestor is not None and _size(ancestor):
+    if ancestor is not None and log_size(ancestor):
         for side, path in (("ours", ours), ("theirs", theirs)):
             part = common_prefix(ancestor, path)
             # Before `shared` both sides hold the same bytes: where they part from the base there, they agree.
-            if shared <= part < min(_size(ancestor), _size(path)):
+            if shared <= part < min(log_size(ancestor), log_size(path)):
                 hit = _parting(ancestor, path, prefix, part, labels[2])
                 if hit is not None:
                     found.append((hit, side))
     if found:
         hit, side = min(found, key=lambda item: item[0].line)
         raise SharedHistoryRewritten(side, hit.line, hit.tx, "merge base", purged_at(rests[side], hit.seq))
-    if shared >= min(_size(ours), _size(theirs)):
+    if shared >= min(log_size(ours), log_size(theirs)):
         return
     pair = _parting(ours, theirs, prefix, shared, labels[0])
     if pair is None:
@@ -367,17 +277,17 @@ def _dropped(ancestor: Path | None, ours: Path, prefix: Position, ours_ids: set[
     ours_label, _theirs_label, ancestor_label = labels
     left_out: set[str] = set()
     undo: set[str] = set()
-    if ancestor is None or not _size(ancestor):
+    if ancestor is None or not log_size(ancestor):
         return left_out, undo, ""
-    ancestor_size = _size(ancestor)
-    ancestor_tx = _last_commit(ancestor, ancestor_size)
+    ancestor_size = log_size(ancestor)
+    ancestor_tx = last_commit(ancestor, ancestor_size)
     in_ours = common_prefix(ancestor, ours)
     if in_ours == ancestor_size and ancestor_size <= prefix.offset:
         return left_out, undo, ancestor_tx
-    _state, start = _fold_prefix(ancestor, min(in_ours, prefix.offset), ancestor_label)
-    ancestor_rest, _end = _rest(ancestor, start, ancestor_label)
+    _state, start = fold_prefix(ancestor, min(in_ours, prefix.offset), ancestor_label)
+    ancestor_rest, _end = rest_after(ancestor, start, ancestor_label)
     if start.offset < prefix.offset:  # the part of the shared bytes after `start`: both sides have it
-        between, _ = _rest_until(ours, start, prefix.offset, ours_label)
+        between, _ = rest_until(ours, start, prefix.offset, ours_label)
     else:
         between = set()
     for tx in ancestor_rest:
@@ -403,22 +313,6 @@ def _revert_only(state: PlaybookState, ours_rest: list[Tx], undo: set[str], ours
         return MergeOutcome(base="ours", keep=ours_size, tail=b"", reverted=sorted(undo))
     tail, _end = restamp([revert], ours_end)
     return MergeOutcome(base="ours", keep=ours_size, tail=tail, appended=1, reverted=sorted(undo))
-
-
-def _rest_until(path: Path, start: Position, end: int, label: str) -> tuple[set[str], Position]:
-    """The transaction ids of `path` between `start` and byte `end`."""
-    ids: set[str] = set()
-    reader = LogReader(path, start)
-    position = start
-    try:
-        for transaction in reader:
-            if transaction.end.offset > end:
-                break
-            ids.add(transaction.commit.tx)
-            position = transaction.end
-    except CorruptLogError as exc:
-        raise MergeRefused(f"{label} is not a clean log: line {exc.line}: {exc.reason}") from exc
-    return ids, position
 
 
 MERGE_TEMP_SUFFIX = ".merge.tmp"
@@ -448,7 +342,7 @@ def write_merged(outcome: MergeOutcome, ours: Path, theirs: Path, target: Path, 
             with os.fdopen(fd, "wb") as writing, open(source, "rb") as reading:
                 remaining = outcome.keep
                 while remaining:
-                    block = reading.read(min(remaining, _CHUNK))
+                    block = reading.read(min(remaining, CHUNK))
                     if not block:
                         raise MergeRefused(f"{source} shrank while it was being merged")
                     writing.write(block)

@@ -157,3 +157,13 @@ def test_the_design_notes_list_every_module() -> None:
             listed.add(folder + entry)
     present = {str(path.relative_to(ROOT)) for path in KNOWN.values()}
     assert sorted(present - listed) == [] and sorted(listed - present) == []
+
+
+MAX_LINES = 400
+"""A module that outgrows this holds more than one job: it is split where its jobs part."""
+
+
+def test_every_module_stays_under_the_line_cap() -> None:
+    long = {name: count for name, path in KNOWN.items()
+            if (count := len(path.read_text(encoding="utf-8").splitlines())) >= MAX_LINES}
+    assert long == {}
