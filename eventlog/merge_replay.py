@@ -48,6 +48,7 @@ from .events import (
     TailRepaired,
     TransactionCommitted,
     UnknownRecord,
+    ValueMeasured,
     VersionSet,
 )
 from .evolve import apply
@@ -232,7 +233,7 @@ class MergedState:
                   | LearningRequested() | LearningCompleted() | LearningFailed() | LearningGivenUp()
                   | PlaybookDisabled() | PlaybookEnabled() | LearningSkipped() | CurationHeld() | ModelCallRecorded()
                   | LearningDeferred() | BranchesMerged() | MergeConflictResolved() | ProposalRecorded()
-                  | ProposalAccepted() | ProposalRejected() | ProposalExpired() | UnknownRecord()):
+                  | ProposalAccepted() | ProposalRejected() | ProposalExpired() | ValueMeasured() | UnknownRecord()):
                 return event, None  # audit and bookkeeping records, and a newer version's: kept as they are
             case _:
                 assert_never(e)
@@ -395,7 +396,7 @@ class MergedState:
                   | LearningFailed() | LearningGivenUp() | PlaybookDisabled() | PlaybookEnabled() | LearningSkipped()
                   | CurationHeld() | ModelCallRecorded() | LearningDeferred() | BranchesMerged()
                   | MergeConflictResolved() | ProposalRecorded() | ProposalAccepted() | ProposalRejected()
-                  | ProposalExpired() | UnknownRecord()):
+                  | ProposalExpired() | ValueMeasured() | UnknownRecord()):
                 apply(self.state, event)  # no entry is created or removed: names and identities stay as they are
             case _:
                 assert_never(e)
