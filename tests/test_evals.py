@@ -227,3 +227,23 @@ def test_the_suite_runs_both_arms_and_only_the_with_arm_gets_the_playbook(tmp_pa
     assert scores["recalled-port"] == (1, 0), scores
     assert scores["irrelevant-lesson"] == (1, 1), scores
     assert scores["pruned-harmful"][0] == scores["pruned-harmful"][1], scores  # its Bash graders need a sandbox
+
+
+@pytest.mark.slow
+@needs_claude
+def test_playbook_eval_runs_the_suite_on_claude_code_and_records_what_it_measured(tmp_path):
+    """`playbook eval` as a user runs it (here on the fake API): the real `claude plugin eval`, its result read
+    back, one summary, and the measurement in the project's log."""
+    project = tmp_path / "project"
+    (project / ".claude").mkdir(parents=True)
+    with FakeAnthropic(scripted) as api:
+        env = eval_env(tmp_path, api)
+        result = subprocess.run([sys.executable, "-m", "playbook", "--project", str(project), "eval", "--yes",
+                                 "--no-learning", "--tag", "recall", "--max-cost-usd", "1"],
+                                cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "never more than $1" in result.stderr and "recalled-port" in result.stderr, result.stderr
+    assert re.search(r"PROJECT CONTEXT\s+1\.00\s+0\.00\s+\+1\.00\s+1\n", result.stdout), result.stdout
+    [event] = [e for t in PlaybookRepository(project / ".claude").store.read() for e in t.events]
+    assert (type(event).__name__, event.cases, event.with_score, event.without_score) == ("ValueMeasured", 1, 1.0, 0.0)
+    assert event.cost_usd > 0 and event.claude_version

@@ -68,6 +68,7 @@ def eval_env(tmp_path, monkeypatch):
     monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
     monkeypatch.setattr("playbook.learner.backend.find_claude", lambda env=None: "/opt/claude/bin/claude")
     monkeypatch.setattr(evaluation, "learning_benchmark", lambda root=evaluation.ROOT: None)
+    monkeypatch.setattr(evaluation, "shell_confined", lambda: False)
     return tmp_path / "project"
 
 
@@ -86,10 +87,11 @@ def test_eval_runs_the_suite_capped_prints_one_summary_and_records_it(eval_env, 
     assert command[:4] == ["/opt/claude/bin/claude", "plugin", "eval", str(evaluation.ROOT)]
     joined = " ".join(command)
     for option in ("--ablation with-without", "--scaffold", "--no-publish", "--trust-plugin",
-                   "--allow-tools Bash Write Edit", "--max-cost-usd 5", "--runs 1", "--threshold 0"):
+                   "--allow-tools Write Edit", "--max-cost-usd 5", "--runs 1", "--threshold 0"):
         assert option in joined
     cases = len(evaluation.suite_cases(evaluation.ROOT / "evals"))
     assert f"{cases} cases of the eval suite" in err and "never more than $5" in err, "the estimate is shown first"
+    assert "The shell (Bash) is not granted" in err
     assert "PROJECT CONTEXT" in out and "all cases" in out and "+0.38" in out and "cost $1.25" in out, out
 
     [event] = [e for t in PlaybookRepository(eval_env / ".claude").store.read() for e in t.events]

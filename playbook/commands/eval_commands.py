@@ -59,7 +59,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     cases = len(ev.suite_cases(evals)) if not (args.case or args.tag) else None
     benchmark = None if args.no_learning else ev.learning_benchmark()
     sessions = ev.benchmark_sessions() if benchmark is not None else 0
-    print(plan_line(target, cases, args.runs, sessions, args.max_cost_usd), file=sys.stderr)
+    shell = ev.shell_confined()
+    print(plan_line(target, cases, args.runs, sessions, args.max_cost_usd, shell), file=sys.stderr)
     if not args.yes and not _confirmed():
         print("playbook: nothing run", file=sys.stderr)
         return 1
@@ -67,7 +68,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="playbook-eval-") as scratch:
         output = Path(scratch) / "results"
         command = ev.eval_command(claude, target, output, args.runs, args.max_cost_usd, args.model, args.case,
-                                  args.tag)
+                                  args.tag, shell)
         result = ev.run_suite(command, output, Path(scratch))
     learning = ev.run_learning(benchmark, args.model) if benchmark is not None else None
     summary = ev.summary_of(result, learning, args.model)

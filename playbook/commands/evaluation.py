@@ -32,9 +32,16 @@ PER_RUN_USD = 0.15
 """A rough list price of one case run (a dozen turns at most, on the default model), for the estimate."""
 PER_SESSION_USD = 0.03
 """A rough list price of learning from one recorded session (the reflector's and the curator's call)."""
-GRANTS = ("Bash", "Write", "Edit")
-"""The tools the cases' graders watch: Claude Code runs Bash only where it can confine it (bubblewrap on
-Linux, Seatbelt on macOS) and refuses the run elsewhere."""
+GRANTS = ("Write", "Edit")
+"""The tools the cases' graders watch, granted to every run; and Bash where Claude Code can confine it
+(`shell_confined`), since it refuses a run granted a shell it cannot confine."""
+
+
+def shell_confined() -> bool:
+    """Whether Claude Code can confine a shell here: Seatbelt on macOS, bubblewrap on Linux."""
+    import shutil
+
+    return sys.platform == "darwin" or (sys.platform.startswith("linux") and shutil.which("bwrap") is not None)
 
 
 class CaseValue(msgspec.Struct, frozen=True):
@@ -109,10 +116,11 @@ def estimate(cases: int, runs: int, sessions: int) -> float:
 
 
 def eval_command(claude: str, target: str, output: Path, runs: int, cap: float, model: str | None = None,
-                 case: str | None = None, tags: list[str] | None = None) -> list[str]:
-    """`claude plugin eval` of the suite on `target`, both arms, its report kept in `output` (never published)."""
+                 case: str | None = None, tags: list[str] | None = None, shell: bool = True) -> list[str]:
+    """`claude plugin eval` of the suite on `target`, both arms, its report kept in `output` (never published);
+    `shell`: Bash granted too."""
     command = [claude, "plugin", "eval", target, "--ablation", "with-without", "--trust-plugin", "--scaffold",
-               "--no-publish", "--allow-tools", *GRANTS, "--runs", str(runs), "--max-cost-usd", f"{cap:g}",
+               "--no-publish", "--allow-tools", *(("Bash",) if shell else ()), *GRANTS, "--runs", str(runs), "--max-cost-usd", f"{cap:g}",
                "--threshold", "0", "--output-dir", str(output)]
     if model:
         command += ["--model", model]

@@ -12,7 +12,7 @@ from .safe_text import clean
 from .terminal import Style
 
 
-def plan_line(target: str, cases: int | None, runs: int, sessions: int, cap: float) -> str:
+def plan_line(target: str, cases: int | None, runs: int, sessions: int, cap: float, shell: bool = True) -> str:
     """What is about to run and what it may cost."""
     if cases is None:
         suite = f"the matching cases of the eval suite, {runs} run(s) each, with and without the plugin"
@@ -25,7 +25,11 @@ def plan_line(target: str, cases: int | None, runs: int, sessions: int, cap: flo
     if sessions:
         line += (f"; then the learning benchmark, {sessions} recorded sessions learned on your backend: about "
                  f"${sessions * PER_SESSION_USD:.2f}")
-    return line + ". Estimates are list prices, rough."
+    line += ". Estimates are list prices, rough."
+    if not shell:
+        line += (" The shell (Bash) is not granted: Claude Code cannot confine it here (install bubblewrap), so the "
+                 "cases graded on the commands run score 0 in both arms.")
+    return line
 
 
 def _score_row(label: str, width: int, with_score: float, without: float, cases: int) -> str:
