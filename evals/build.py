@@ -25,12 +25,15 @@ lessons.json:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 FIXED_MTIME = 1767225600  # 2026-01-01T00:00:00Z; the scaffolds' `TZ=UTC touch -t 202601010000.00`
 EVALS = Path(__file__).resolve().parent
@@ -54,56 +57,31 @@ FILLER = [
 ]
 
 
-def _with_eval_machine() -> Path:
-    """The process environment of an eval run for the projections: an empty Claude Code directory, and none
-    of the variables that shape them. Returns that directory."""
+@contextlib.contextmanager
+def _eval_machine() -> Iterator[Path]:
+    """The process environment of an eval run, for the projections: an empty Claude Code directory (yielded),
+    and none of the variables that shape them; the environment as it was afterwards."""
     config = Path(tempfile.mkdtemp(prefix="playbook-eval-config-"))
+    saved = dict(os.environ)
     os.environ["CLAUDE_CONFIG_DIR"] = str(config)
     for name in ("PLAYBOOK_USER_DIR", "PLAYBOOK_INJECTION_BUDGET", "PLAYBOOK_RECALL", "PLAYBOOK_RECALL_MAX_CHARS"):
         os.environ.pop(name, None)
-    return config
+    try:
+        yield config
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        shutil.rmtree(config, ignore_errors=True)
 
 
 def build(case: Path) -> Path:
     """Write `case`/project/.claude from `case`/lessons.json; returns that directory."""
-    from eventlog.commands import ApplyOperations, Evaluate, Prune
-    from eventlog.records import Cause
-    from projections.repository import PlaybookRepository
-
     spec = json.loads((case / "lessons.json").read_text(encoding="utf-8"))
     target = case / "project" / ".claude"
-    config = _with_eval_machine()
     work = Path(tempfile.mkdtemp(prefix="playbook-eval-fixture-")) / ".claude"
     try:
-        work.mkdir()
-        settings = dict(LEARNING_OFF)
-        if "budget" in spec:
-            settings["playbook_injection_budget"] = spec["budget"]
-        (work / "playbook.settings.json").write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
-        repo = PlaybookRepository(work)
-        lessons = [{"section": "OTHERS", "text": text, "helpful": 1, "harmful": 0}
-                   for text in FILLER[:spec.get("filler", 0)]]
-        lessons += spec.get("lessons", [])
-        pruned = spec.get("pruned", [])
-        for number, lesson in enumerate([*lessons, *pruned], start=1):
-            session = f"eval-fixture-{case.name}-{number:03d}"
-            committed = repo.append([ApplyOperations([{"type": "ADD", "section": lesson["section"],
-                                                       "text": lesson["text"]}])],
-                                    Cause(source="hook:SessionEnd", session=session, model="claude-sonnet-4-5",
-                                          reasoning="A lesson of this session worth keeping."))
-            assert committed is not None
-            state = repo.state()
-            name = next(kp.name for _, kp in state.entries() if kp.text == lesson["text"])
-            ratings = ["helpful"] * lesson.get("helpful", 0) + ["harmful"] * lesson.get("harmful", 0)
-            for at, rating in enumerate(ratings, start=1):
-                repo.append([Evaluate([{"name": name, "rating": rating,
-                                        "rationale": f"the session {'followed' if rating == 'helpful' else 'was misled by'} it"}]),
-                             Prune()],
-                            Cause(source="hook:SessionEnd", session=f"{session}-{at}", model="claude-sonnet-4-5",
-                                  analysis=f"{name} was {rating} in this session."))
-        for lesson in pruned:
-            assert lesson["text"] not in repo.state().texts(), lesson
-        _project_at_fixed_mtime(repo, work)
+        with _eval_machine():
+            _write(spec, case, work)
         if target.exists():
             shutil.rmtree(target)
         target.mkdir(parents=True)
@@ -111,8 +89,44 @@ def build(case: Path) -> Path:
             shutil.copy2(work / name, target / name)
     finally:
         shutil.rmtree(work.parent, ignore_errors=True)
-        shutil.rmtree(config, ignore_errors=True)
     return target
+
+
+def _write(spec: dict[str, Any], case: Path, work: Path) -> None:
+    """The playbook of `spec` in `work`, as learning writes it, and its projections at FIXED_MTIME."""
+    from eventlog.commands import ApplyOperations, Evaluate, Prune
+    from eventlog.records import Cause
+    from projections.repository import PlaybookRepository
+
+    work.mkdir()
+    settings = dict(LEARNING_OFF)
+    if "budget" in spec:
+        settings["playbook_injection_budget"] = spec["budget"]
+    (work / "playbook.settings.json").write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+    repo = PlaybookRepository(work)
+    lessons = [{"section": "OTHERS", "text": text, "helpful": 1, "harmful": 0}
+               for text in FILLER[:spec.get("filler", 0)]]
+    lessons += spec.get("lessons", [])
+    pruned = spec.get("pruned", [])
+    for number, lesson in enumerate([*lessons, *pruned], start=1):
+        session = f"eval-fixture-{case.name}-{number:03d}"
+        committed = repo.append([ApplyOperations([{"type": "ADD", "section": lesson["section"],
+                                                   "text": lesson["text"]}])],
+                                Cause(source="hook:SessionEnd", session=session, model="claude-sonnet-4-5",
+                                      reasoning="A lesson of this session worth keeping."))
+        assert committed is not None
+        state = repo.state()
+        name = next(kp.name for _, kp in state.entries() if kp.text == lesson["text"])
+        ratings = ["helpful"] * lesson.get("helpful", 0) + ["harmful"] * lesson.get("harmful", 0)
+        for at, rating in enumerate(ratings, start=1):
+            repo.append([Evaluate([{"name": name, "rating": rating,
+                                    "rationale": f"the session {'followed' if rating == 'helpful' else 'was misled by'} it"}]),
+                         Prune()],
+                        Cause(source="hook:SessionEnd", session=f"{session}-{at}", model="claude-sonnet-4-5",
+                              analysis=f"{name} was {rating} in this session."))
+    for lesson in pruned:
+        assert lesson["text"] not in repo.state().texts(), lesson
+    _project_at_fixed_mtime(repo, work)
 
 
 def _project_at_fixed_mtime(repo: object, claude_dir: Path) -> None:

@@ -247,3 +247,23 @@ def test_playbook_eval_runs_the_suite_on_claude_code_and_records_what_it_measure
     [event] = [e for t in PlaybookRepository(project / ".claude").store.read() for e in t.events]
     assert (type(event).__name__, event.cases, event.with_score, event.without_score) == ("ValueMeasured", 1, 1.0, 0.0)
     assert event.cost_usd > 0 and event.claude_version
+
+
+def test_the_builder_writes_a_fixture_the_hooks_inject_as_is(tmp_path, monkeypatch):
+    """`python evals/build.py` (here in process, on a copy of a case): the product's own log and projections."""
+    sys.path.insert(0, str(EVALS))
+    try:
+        import build
+    finally:
+        sys.path.remove(str(EVALS))
+    case = tmp_path / "others" / "irrelevant-lesson"
+    shutil.copytree(EVALS / "others" / "irrelevant-lesson", case)
+    shutil.rmtree(case / "project" / ".claude")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "elsewhere"))
+    written = build.build(case)
+    assert sorted(p.name for p in written.iterdir()) == sorted(build.KEPT)
+    project = workspace(case, tmp_path / "run", monkeypatch)
+    injected = current_body(str(project / ".claude"), INJECTION_NAME, MAX_PROJECTION_BYTES, user=True)
+    assert injected is not None and all(lesson["text"] in injected.decode() for lesson in lessons(case)["lessons"])
+    sources = {t.commit.source for t in PlaybookRepository(project / ".claude").store.read()}
+    assert sources == {"hook:SessionEnd"}, "written as learning writes it"

@@ -153,3 +153,18 @@ def test_eval_without_claude_code_says_so_in_one_line(eval_env, monkeypatch, cap
     monkeypatch.setattr("playbook.learner.backend.find_claude", lambda env=None: None)
     code, out, err = run(["eval", "--yes", "--project", str(eval_env)], capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Claude Code's CLI is not on PATH" in err
+
+
+def test_the_learning_benchmark_is_found_where_a_copy_carries_it(tmp_path, monkeypatch):
+    assert evaluation.learning_benchmark(tmp_path) is None, "the plugin and the tool ship without it"
+    (tmp_path / "benchmarks" / "transcripts" / "learning").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "__init__.py").write_text("")
+    (tmp_path / "benchmarks" / "learning.py").write_text("def run(mode, model=None, *, say=print):\n    return mode\n")
+    (tmp_path / "benchmarks" / "transcripts" / "learning" / "labels.json").write_text(
+        json.dumps({"lessons": {}, "cases": [{"name": "a"}, {"name": "b"}]}))
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    monkeypatch.delitem(sys.modules, "benchmarks", raising=False)
+    monkeypatch.delitem(sys.modules, "benchmarks.learning", raising=False)
+    found = evaluation.learning_benchmark(tmp_path)
+    assert found is not None and found("model") == "model"
+    assert evaluation.benchmark_sessions(tmp_path) == 2
