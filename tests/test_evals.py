@@ -119,7 +119,9 @@ def eval_env(tmp_path: Path, api: FakeAnthropic) -> dict[str, str]:
     (bin_dir / "claude").symlink_to(CLAUDE)
     (bin_dir / "python3").symlink_to(getattr(sys, "_base_executable", sys.executable))
     (tmp_path / "home").mkdir()
-    return {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path / "home"), "LANG": "C.UTF-8",
+    (tmp_path / "tmp").mkdir()  # the runs' scratch directories, any kept, stay in the test's own
+    return {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path / "tmp"),
+            "LANG": "C.UTF-8",
             "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-test-evals",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
             # the plugin's background set-up of its own environment fails at once instead of reaching PyPI
