@@ -178,6 +178,13 @@ def value_line(e: ValueMeasured) -> str:
     return line
 
 
+def value_of(event: Any) -> tuple[str, int, float, float, float] | None:
+    """(at, cases, with, without, cost) of a value measurement's record; None for any other."""
+    if not isinstance(event, ValueMeasured):
+        return None
+    return event.at, event.cases, event.with_score, event.without_score, event.cost_usd
+
+
 def usage_of(event: Any) -> tuple[int, int, float] | None:
     """(input tokens, cache included; output tokens; cost in USD, 0 when unknown) of a model call's record."""
     if not isinstance(event, ModelCallRecorded):

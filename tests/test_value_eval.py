@@ -19,6 +19,7 @@ import pytest
 from eventlog.events import ValueMeasured
 from playbook.commands import evaluation
 from playbook.commands.cli import main
+from projections.pagedata import build as build_page
 from projections.pageops import op_of
 from projections.repository import PlaybookRepository
 
@@ -118,6 +119,8 @@ def test_stats_show_the_latest_value_and_how_it_moved(eval_env, monkeypatch, cap
     assert [v["with_score"] for v in json.loads(out)["value"]] == [0.5, 0.875]
     code, out, err = run(["log", "--project", str(eval_env)], capsys)
     assert "value" in out and "delta +0.38" in out
+    head = build_page(eval_env / ".claude" / "playbook.events.jsonl").head
+    assert [(p.cases, p.with_score, p.without_score) for p in head.value] == [(1, 0.5, 0.5), (4, 0.875, 0.5)]
 
 
 def test_the_learning_benchmark_runs_after_the_suite_when_this_copy_has_it(eval_env, monkeypatch, capsys):
