@@ -86,6 +86,7 @@ def test_eval_runs_the_suite_capped_prints_one_summary_and_records_it(eval_env, 
     assert code == 0, err
     [command] = suite.commands
     assert command[:4] == ["/opt/claude/bin/claude", "plugin", "eval", str(evaluation.ROOT)]
+    assert "report: " in out and "/evals/" in out
     joined = " ".join(command)
     for option in ("--ablation with-without", "--scaffold", "--no-publish", "--trust-plugin",
                    "--allow-tools Write Edit", "--max-cost-usd 5", "--runs 1", "--threshold 0"):

@@ -9,10 +9,12 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
-from playbook.wiring.project import playbook_of
+from playbook.wiring.project import playbook_of, project_dir
+from projections.quickroads import local_dir
 
 EVAL_HELP = ("measure what the playbook is worth: the plugin's eval suite with and without it (claude plugin eval, "
              "on your login, within a cost ceiling) and the learning benchmark when this copy has it; prints one "
@@ -65,8 +67,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print("playbook: nothing run", file=sys.stderr)
         return 1
     repo = playbook_of(args)
+    # The report stays on this machine, beside the project's notice (never in the repository).
+    output = Path(local_dir(project_dir(args))) / "evals" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     with tempfile.TemporaryDirectory(prefix="playbook-eval-") as scratch:
-        output = Path(scratch) / "results"
         command = ev.eval_command(claude, target, output, args.runs, args.max_cost_usd, args.model, args.case,
                                   args.tag, shell)
         result = ev.run_suite(command, output, Path(scratch))
@@ -74,9 +77,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     summary = ev.summary_of(result, learning, args.model)
     repo.append([RecordValue(ev.measured(summary))], Cause(source="cli:eval", model=args.model))
     if args.json:
-        out_json(summary_json(summary))
+        out_json(summary_json(summary) | {"report": str(output / "report.html")})
     else:
-        out(summary_lines(summary, stdout_style()))
+        out(summary_lines(summary, stdout_style()) + [f"  report: {output / 'report.html'}"])
     return 0
 
 

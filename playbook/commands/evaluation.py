@@ -153,7 +153,8 @@ def summary_of(result: dict[str, Any], learning: LearningValue | None = None, mo
         cases.append(CaseValue(name=str(case.get("name", "?")), section=section,
                                with_score=float(aggregates.get("score") or 0.0),
                                without_score=float(aggregates.get("scoreWithout") or 0.0)))
-    runs = max([int(c.get("runsPerCase") or 0) for c in result.get("cases") or []], default=0)
+    runs = max([len((c.get("arms") or {}).get("with") or []) or int(c.get("runsPerCase") or 0)
+                for c in result.get("cases") or []], default=0)
     return Summary(cases=cases, runs=runs, cost_usd=float(result.get("costUsd") or 0.0),
                    partial=bool(result.get("partial")), claude_version=str(result.get("claudeVersion") or ""),
                    model=model, learning=learning)
