@@ -172,3 +172,9 @@ def test_the_learning_benchmark_is_found_where_a_copy_carries_it(tmp_path, monke
     found = evaluation.learning_benchmark(tmp_path)
     assert found is not None and found("model") == "model"
     assert evaluation.benchmark_sessions(tmp_path) == 2
+
+
+def test_a_copy_without_the_suite_says_where_it_ships(eval_env, monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(evaluation, "ROOT", tmp_path / "site-packages")
+    code, out, err = run(["eval", "--yes", "--project", str(eval_env)], capsys)
+    assert code == 1 and len(err.strip().splitlines()) == 1 and "it ships with the plugin" in err, err
