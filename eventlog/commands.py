@@ -232,9 +232,15 @@ class DeferLearning(msgspec.Struct, frozen=True, kw_only=True):
     budget_tokens: int = 0
 
 
+class RecordValue(msgspec.Struct, frozen=True):
+    """Record what `playbook eval` measured (`ValueMeasured`'s fields)."""
+
+    measured: dict[str, Any]
+
+
 Command = Union[
     ApplyOperations, AddNewKeyPoints, Evaluate, Prune, ImportLegacy, RecordUnreadableFile, ReplaceContent,
     RequestLearning, CompleteLearning, FailLearning, SkipLearning, SweepStale, MergeDuplicates, HoldCuration,
     SwitchPlaybook, ProposeOperations, AcceptProposal, RejectProposal, ExpireProposals, RecordModelCalls,
-    DeferLearning,
+    DeferLearning, RecordValue,
 ]

@@ -24,7 +24,7 @@ from .collapse import HoldCuration
 from .commands import AddNewKeyPoints, ApplyOperations, Command, CompleteLearning, Evaluate, FailLearning
 from .commands import ImportLegacy, MergeDuplicates, Prune, RecordUnreadableFile, ReplaceContent, RequestLearning
 from .commands import AcceptProposal, ExpireProposals, ProposeOperations, RejectProposal, SkipLearning, SkipReason
-from .commands import DeferLearning, RecordModelCalls, SweepStale, SwitchPlaybook
+from .commands import DeferLearning, RecordModelCalls, RecordValue, SweepStale, SwitchPlaybook
 from .decide_import import content_state, import_events
 from .decide_review import proposal_conflict
 from .decision import Decision
@@ -35,7 +35,7 @@ __all__ = [  # the commands, re-exported: callers import them with decide
     "AcceptProposal", "AddNewKeyPoints", "ApplyOperations", "Command", "CompleteLearning", "Evaluate",
     "ExpireProposals", "FailLearning", "HoldCuration", "ImportLegacy", "MergeDuplicates", "ProposeOperations",
     "Prune", "RecordUnreadableFile", "RejectProposal", "ReplaceContent", "RequestLearning", "SkipLearning",
-    "SkipReason", "SweepStale", "SwitchPlaybook", "RecordModelCalls", "DeferLearning", "content_state", "decide",
+    "SkipReason", "SweepStale", "SwitchPlaybook", "RecordModelCalls", "DeferLearning", "RecordValue", "content_state", "decide",
     "decide_all", "import_events", "proposal_conflict",
 ]
 
@@ -76,4 +76,5 @@ _HANDLERS: dict[type, Callable[[Decision, Any], None]] = {
     ExpireProposals: review.expire_proposals,
     RecordModelCalls: learning.record_model_calls,
     DeferLearning: learning.defer_learning,
+    RecordValue: learning.record_value,
 }

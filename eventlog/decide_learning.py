@@ -7,12 +7,12 @@ import msgspec
 
 from .collapse import HoldCuration
 from .commands import CompleteLearning, FailLearning, MergeDuplicates, RequestLearning, SkipLearning, SweepStale
-from .commands import DeferLearning, RecordModelCalls, SwitchPlaybook
+from .commands import DeferLearning, RecordModelCalls, RecordValue, SwitchPlaybook
 from .decision import Decision
 from .domain import next_name
 from .events import CurationHeld, KeyPointDeleted, KeyPointMarkedStale, KeyPointsMerged, LearningCompleted
 from .events import LearningFailed, LearningGivenUp, LearningRequested, LearningSkipped, PlaybookDisabled
-from .events import LearningDeferred, ModelCallRecorded, PlaybookEnabled
+from .events import LearningDeferred, ModelCallRecorded, PlaybookEnabled, ValueMeasured
 from .legacy import to_jsonable
 
 
@@ -91,3 +91,7 @@ def defer_learning(d: Decision, command: DeferLearning) -> None:
     if command.request in d.state.pending:
         d.emit(LearningDeferred(request=command.request, reason=command.reason, transcript=command.transcript,
                                 used_tokens=command.used_tokens, budget_tokens=command.budget_tokens))
+
+
+def record_value(d: Decision, command: RecordValue) -> None:
+    d.emit(msgspec.convert(command.measured, ValueMeasured))

@@ -20,7 +20,8 @@ from .events_learning import (LearningRequested as LearningRequested, LearningCo
     LearningFailed as LearningFailed, LearningGivenUp as LearningGivenUp, PlaybookDisabled as PlaybookDisabled,
     PlaybookEnabled as PlaybookEnabled, LearningSkipped as LearningSkipped, ModelCallRecorded as ModelCallRecorded,
     LearningDeferred as LearningDeferred, ProposalRecorded as ProposalRecorded, ProposalAccepted as ProposalAccepted,
-    ProposalRejected as ProposalRejected, ProposalExpired as ProposalExpired)
+    ProposalRejected as ProposalRejected, ProposalExpired as ProposalExpired, SectionValue as SectionValue,
+    ValueMeasured as ValueMeasured)
 from .records import (Cause as Cause, Event as Event, Record as Record, RecordType as RecordType,
     TransactionCommitted as TransactionCommitted, UnknownRecord as UnknownRecord, encodable_json as encodable_json,
     encodable_record as encodable_record, encoder as encoder, record_view as record_view)
@@ -278,7 +279,7 @@ AnyEvent: TypeAlias = (
     | OperationSkipped | TailRepaired | SnapshotSetAside | HistoryRewritten | LearningRequested | LearningCompleted
     | LearningFailed | LearningGivenUp | PlaybookDisabled | PlaybookEnabled | LearningSkipped | KeyPointMarkedStale
     | CurationHeld | ModelCallRecorded | LearningDeferred | BranchesMerged | MergeConflictResolved | ProposalRecorded
-    | KeyPointAbsorbed
+    | KeyPointAbsorbed | ValueMeasured
     | ProposalAccepted | ProposalRejected | ProposalExpired
 )
 """Every event type, written out: a `match` over it that ends in `assert_never` is checked by mypy to handle

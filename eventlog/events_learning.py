@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from .records import Event
 
 
@@ -147,3 +149,36 @@ class ProposalExpired(Event, frozen=True, kw_only=True, tag="ProposalExpired"):
     proposal: str
     age_days: float
     max_age_days: float
+
+
+class SectionValue(msgspec.Struct, frozen=True, kw_only=True):
+    """One section's cases in a value measurement: their mean score with the plugin and without it."""
+
+    section: str
+    cases: int
+    with_score: float
+    without_score: float
+
+
+class ValueMeasured(Event, frozen=True, kw_only=True, tag="ValueMeasured"):
+    """What `playbook eval` measured: the plugin's eval suite run with the plugin and without it (scores are
+    means from 0 to 1, per case then over the cases), and the learning benchmark when it ran."""
+
+    cases: int
+    runs: int
+    with_score: float
+    without_score: float
+    sections: list[SectionValue] = []
+    cost_usd: float = 0.0
+    partial: bool = False
+    """The cost ceiling stopped the suite before every run was done: the scores are of the runs that were."""
+    claude_version: str = ""
+    model: str | None = None
+    lessons: int | None = None
+    """The learning benchmark's labelled lessons (None: the benchmark did not run)."""
+    lessons_captured: int | None = None
+    false_lessons: int | None = None
+    duplicates: int | None = None
+    id_changes: int | None = None
+    learning_tokens: int | None = None
+    learning_cost_usd: float | None = None

@@ -15,7 +15,7 @@ from .events import (AnyEvent, BranchesMerged, CountersSet, CurationHeld, Event,
                      LearningDeferred, LearningFailed, LearningGivenUp, LearningRequested, LearningSkipped,
                      MergeConflictResolved, ModelCallRecorded, OperationSkipped, PlaybookDisabled, PlaybookEnabled,
                      PlaybookImported, ProposalAccepted, ProposalExpired, ProposalRecorded, ProposalRejected,
-                     SectionReordered, SnapshotSetAside, TailRepaired, UnknownRecord, VersionSet)
+                     SectionReordered, SnapshotSetAside, TailRepaired, UnknownRecord, ValueMeasured, VersionSet)
 from .evolve import apply
 from .merge_sides import Ident, SideNames
 
@@ -138,7 +138,7 @@ class Identities:
                   | LearningFailed() | LearningGivenUp() | PlaybookDisabled() | PlaybookEnabled() | LearningSkipped()
                   | CurationHeld() | ModelCallRecorded() | LearningDeferred() | BranchesMerged()
                   | MergeConflictResolved() | ProposalRecorded() | ProposalAccepted() | ProposalRejected()
-                  | ProposalExpired() | UnknownRecord()):
+                  | ProposalExpired() | ValueMeasured() | UnknownRecord()):
                 apply(self.state, event)  # no entry is created or removed: names and identities stay as they are
             case _:
                 assert_never(e)

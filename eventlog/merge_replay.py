@@ -17,7 +17,7 @@ from .events import (AnyEvent, BranchesMerged, CountersSet, CurationHeld, Event,
                      MergeConflictResolved, ModelCallRecorded, OperationSkipped, PlaybookDisabled, PlaybookEnabled,
                      PlaybookImported, ProposalAccepted, ProposalExpired, ProposalRecorded, ProposalRejected,
                      SectionReordered, SnapshotSetAside, TailRepaired, TransactionCommitted, UnknownRecord,
-                     VersionSet)
+                     ValueMeasured, VersionSet)
 from .merge_identities import Identities
 from .merge_sides import Ident, SideNames, Tx
 
@@ -116,7 +116,7 @@ class MergedState(Identities):
                   | LearningRequested() | LearningCompleted() | LearningFailed() | LearningGivenUp()
                   | PlaybookDisabled() | PlaybookEnabled() | LearningSkipped() | CurationHeld() | ModelCallRecorded()
                   | LearningDeferred() | BranchesMerged() | MergeConflictResolved() | ProposalRecorded()
-                  | ProposalAccepted() | ProposalRejected() | ProposalExpired() | UnknownRecord()):
+                  | ProposalAccepted() | ProposalRejected() | ProposalExpired() | ValueMeasured() | UnknownRecord()):
                 return event, None  # audit and bookkeeping records, and a newer version's: kept as they are
             case _:
                 assert_never(e)

@@ -92,6 +92,8 @@ REGISTRY: tuple[EventType, ...] = (
     EventType(ev.ProposalAccepted, "accepted", h.decided, ("proposal",), family="review"),
     EventType(ev.ProposalRejected, "rejected", h.decided, ("proposal",), family="review"),
     EventType(ev.ProposalExpired, "expired", h.decided, ("proposal",), family="review"),
+    # What `playbook eval` measured: beside the playbook, never in it.
+    EventType(ev.ValueMeasured, "value", h.housekeeping, ()),
 )
 """In the order the audit lists them."""
 

@@ -43,7 +43,8 @@ from eventlog.registry import EVENT_TYPES, touched_names
 from eventlog.values import Rating
 
 from .pageops import CAUSES, OP_KINDS, SECTION_BIT, SECTIONS, Cause, cause_of, causes_of, label, op_of, usage_of
-from .pageshapes import ChunkInfo, PageData, PageHead, SummaryPoint, UsageDay, keyframe, safe_json
+from .pageops import value_of
+from .pageshapes import ChunkInfo, PageData, PageHead, SummaryPoint, UsageDay, ValuePoint, keyframe, safe_json
 
 __all__ = [  # the op encoding is used through the page data by its readers
     "CAUSES", "OP_KINDS", "SECTIONS", "Cause", "ChunkInfo", "PageData", "PageHead", "SummaryPoint", "UsageDay",
@@ -153,6 +154,7 @@ class _Builder:
         self.mask = 0
         self.learned = False
         self.calls: list[ModelCallRecorded] = []  # the open transaction's model calls, counted at its commit
+        self.value: list[ValuePoint] = []
         self.rated: dict[str, Any] = {}  # ratings not yet applied: each entry's last (see _settle)
         self.known: dict[str, tuple[int, int]] = {}
         """Per name rated in the current chunk: its index in the chunk's strings, and the bit of its section
@@ -246,6 +248,8 @@ class _Builder:
             self.learned = self.learned or isinstance(event, LearningCompleted)
             if isinstance(event, ModelCallRecorded):
                 self.calls.append(event)
+            elif (point := value_of(event)) is not None:
+                self.value.append(ValuePoint(*point))
         return bits
 
     def _commit(self, commit: TransactionCommitted) -> None:
@@ -330,7 +334,7 @@ class _Builder:
             sections=list(SECTIONS), transactions=self.total_tx, events=self.total_events, seq=seq,
             version=state.version, chunks=self.infos, now=keyframe(state), summary=points,
             usage=[UsageDay(day, *values) for day, values in sorted(self.usage.items())],
-            sessions=_recent(self.sessions, RECENT_SESSIONS), causes=self.causes, ops=OP_KINDS,
+            sessions=_recent(self.sessions, RECENT_SESSIONS), causes=self.causes, ops=OP_KINDS, value=self.value,
         )
         return PageData(head=head, head_json=safe_json(head), chunks=self.encoded)
 

@@ -44,6 +44,7 @@ from eventlog.events import (
     TailRepaired,
     TransactionCommitted,
     UnknownRecord,
+    ValueMeasured,
     VersionSet,
 )
 from eventlog.registry import SHORT_NAMES, tag_of
@@ -135,7 +136,8 @@ def op_of(event: AnyEvent | UnknownRecord, s: Callable[[str | None], int | None]
               | HistoryRewritten() | LearningRequested() | LearningCompleted() | LearningFailed() | LearningGivenUp()
               | PlaybookDisabled() | PlaybookEnabled() | LearningSkipped() | KeyPointMarkedStale() | CurationHeld()
               | ModelCallRecorded() | LearningDeferred() | BranchesMerged() | MergeConflictResolved()
-              | ProposalRecorded() | ProposalAccepted() | ProposalRejected() | ProposalExpired() | UnknownRecord()):
+              | ProposalRecorded() | ProposalAccepted() | ProposalRejected() | ProposalExpired() | ValueMeasured()
+              | UnknownRecord()):
             # Recorded, not folded into the page's playbook: a line of the transaction's detail.
             return ["x", s(label(tag_of(event))), s(getattr(event, "name", None)), s(_detail(event))], 0
         case _:
@@ -154,12 +156,33 @@ _DETAIL_FIELDS = ("reason", "detail", "error", "hook", "file_format", "path", "v
 
 def _detail(event: Any) -> str | None:
     """A short line for an event the page shows but does not fold: its telling fields."""
+    if isinstance(event, ValueMeasured):
+        return value_line(event)
     parts = []
     for field in _DETAIL_FIELDS:
         value = getattr(event, field, None)
         if value not in (None, ""):
             parts.append(f"{field}: {value}")
     return "; ".join(parts) or None
+
+
+def value_line(e: ValueMeasured) -> str:
+    """What a value measurement found, in one line: the suite's score with and without the plugin, and the
+    learning benchmark's when it ran."""
+    line = (f"with the playbook {e.with_score:.2f}, without {e.without_score:.2f} "
+            f"(delta {e.with_score - e.without_score:+.2f}) over {e.cases} cases, ${e.cost_usd:.2f}"
+            + (" (stopped at the cost ceiling)" if e.partial else ""))
+    if e.lessons is not None:
+        line += (f"; learning: {e.lessons_captured}/{e.lessons} lessons captured, {e.false_lessons} false, "
+                 f"{e.duplicates} duplicates, {e.id_changes} id changes")
+    return line
+
+
+def value_of(event: Any) -> tuple[str, int, float, float, float] | None:
+    """(at, cases, with, without, cost) of a value measurement's record; None for any other."""
+    if not isinstance(event, ValueMeasured):
+        return None
+    return event.at, event.cases, event.with_score, event.without_score, event.cost_usd
 
 
 def usage_of(event: Any) -> tuple[int, int, float] | None:

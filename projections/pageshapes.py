@@ -45,6 +45,17 @@ class UsageDay(msgspec.Struct, frozen=True, array_like=True):
     cost_usd: float
 
 
+class ValuePoint(msgspec.Struct, frozen=True, array_like=True):
+    """One `playbook eval` measurement: when, over how many cases, the mean score with and without the
+    playbook, and what it cost."""
+
+    at: str
+    cases: int
+    with_score: float
+    without_score: float
+    cost_usd: float
+
+
 class PageHead(msgspec.Struct, frozen=True):
     """What the page needs before any chunk: totals, the chunk map, the playbook now, the summary."""
 
@@ -64,6 +75,8 @@ class PageHead(msgspec.Struct, frozen=True):
     """The most recent sessions, newest first (for the session filter's suggestions)."""
     causes: dict[str, int]
     ops: dict[str, str]
+    value: list[ValuePoint] = []
+    """What `playbook eval` measured, oldest first."""
 
 
 class PageData(msgspec.Struct, frozen=True):

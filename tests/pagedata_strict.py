@@ -17,8 +17,8 @@ from eventlog.evolve import apply
 from eventlog.registry import touched_names
 from eventlog.store import LogReader, Transaction
 from projections.pagedata import (CAUSES, OP_KINDS, RECENT_SESSIONS, SECTIONS, ChunkInfo, PageData, PageHead, UsageDay,
-                                  _Chunk, _Series, keyframe, safe_json)
-from projections.pageops import SECTION_BIT, cause_of, label, op_of, usage_of
+                                  ValuePoint, _Chunk, _Series, keyframe, safe_json)
+from projections.pageops import SECTION_BIT, cause_of, label, op_of, usage_of, value_of
 
 
 def build(path: Path, project: str = "", chunk_events: int = 20_000,
@@ -46,6 +46,7 @@ class _Builder:
         self.current = _Chunk(0, 0, keyframe(self.state))
         self.summary = _Series()
         self.usage: dict[str, list[Any]] = {}
+        self.value: list[ValuePoint] = []
         self.causes: dict[str, int] = dict.fromkeys(CAUSES, 0)
         self.sessions: dict[str, None] = {}
         self.total_tx = self.total_events = 0
@@ -123,6 +124,8 @@ class _Builder:
             mask |= bits
             if op[0] == "x":
                 self._count_usage(event, at)
+                if (point := value_of(event)) is not None:
+                    self.value.append(ValuePoint(*point))
         return ops, mask
 
     def _apply(self, event: Any) -> None:
@@ -155,6 +158,7 @@ class _Builder:
             version=state.version, chunks=self.infos, now=keyframe(state), summary=points,
             usage=[UsageDay(day, *values) for day, values in sorted(self.usage.items())],
             sessions=list(reversed(self.sessions))[:RECENT_SESSIONS], causes=self.causes, ops=OP_KINDS,
+            value=self.value,
         )
         return PageData(head=head, head_json=safe_json(head), chunks=self.encoded)
 

@@ -97,6 +97,9 @@ EVERY_TYPE: list[list[Event | dict[str, Any]]] = [
     [ProposalAccepted(proposal="c1-1", edited={"type": "UPDATE", "target_id": "pref-001", "text": "x2"}),
      ProposalRejected(proposal="c1-2", reason="no", by="user"),
      ProposalExpired(proposal="c1-3", age_days=31.5, max_age_days=30.0)],
+    [ev.ValueMeasured(cases=15, runs=1, with_score=0.8, without_score=0.5, cost_usd=2.5, claude_version="2.1.328",
+                      sections=[ev.SectionValue(section="PROJECT CONTEXT", cases=4, with_score=1.0, without_score=0.25)],
+                      lessons=24, lessons_captured=24, false_lessons=0, duplicates=0, id_changes=0)],
     [],  # a transaction of no events (a commit alone)
 ]
 

@@ -504,3 +504,20 @@ def test_the_list_shows_the_newest_first_and_pages_in_older_ones(browser, tmp_pa
     assert not browser.find_element(By.ID, "more").is_displayed()  # nothing older left
     assert sessions() == [f"session s-{k}" for k in range(94, -1, -1)]
     assert console_problems(browser) == []
+
+
+def test_value_measurements_give_the_page_a_table_of_the_playbooks_worth(browser, project, tmp_path):
+    from eventlog.decide import RecordValue
+
+    shutil.copytree(project.root / ".claude", tmp_path / "valued" / ".claude")
+    repo = PlaybookRepository(tmp_path / "valued" / ".claude")
+    for with_score, without in ((0.6, 0.5), (0.85, 0.4)):
+        repo.append([RecordValue({"cases": 15, "runs": 1, "with_score": with_score, "without_score": without,
+                                  "cost_usd": 3.1})], Cause(source="cli:eval"))
+    page = tmp_path / "value.html"
+    write_page(repo, page)
+    open_page(browser, page.as_uri())
+    browser.find_element(By.ID, "tab-summary").click()
+    rows = [row.text for row in browser.find_element(By.ID, "value").find_elements(By.TAG_NAME, "tr")]
+    assert len(rows) == 3 and rows[1].endswith("15 0.60 0.50 +0.10 3.10") and rows[2].endswith("+0.45 3.10"), rows
+    assert console_problems(browser) == []

@@ -25,6 +25,9 @@ ALLOWED: dict[tuple[str, str | None], str] = {
     ("playbook/learner/claude_cli.py", "ask"):
         "tempfile.TemporaryDirectory, the model CLI's working directory: a new directory mkdtemp makes in the "
         "system's temporary directory (created exclusively, mode 0700), under a name no repository chose",
+    ("playbook/commands/eval_commands.py", "cmd_eval"):
+        "tempfile.TemporaryDirectory, where `claude plugin eval` writes its report and results: a new directory "
+        "mkdtemp makes in the system's temporary directory (created exclusively, mode 0700), removed after",
     ("playbook/learner/lines.py", "_nonblocking"):
         "the opener of `open(path, 'rb', opener=...)`, which reads a transcript: its flags are the read-only "
         "ones `open` passes for 'rb' (the scan cannot see them), with O_NONBLOCK added",

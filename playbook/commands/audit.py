@@ -18,7 +18,7 @@ from eventlog.decide import ImportLegacy, ReplaceContent, SkipReason, decide
 from eventlog.domain import SECTION_SLUGS, KeyPoint, PlaybookState
 from eventlog.errors import PlaybookError
 from eventlog.events import Cause, Event, KeyPointImported, LearningCompleted, LearningFailed, LearningRequested
-from eventlog.events import LearningSkipped, OperationSkipped, PlaybookImported, TransactionCommitted
+from eventlog.events import LearningSkipped, OperationSkipped, PlaybookImported, TransactionCommitted, ValueMeasured
 from eventlog.events import LearningGivenUp, ModelCallRecorded, UnknownRecord
 from eventlog.registry import FAMILIES, SHORT_NAMES, TAGS, mentions, tag_of
 from eventlog.store import Committed, LogReader, Transaction
@@ -246,6 +246,8 @@ class Stats(msgspec.Struct):
     per_day: dict[str, dict[str, int]]
     backend: str = ""
     """How learning reaches the model (see `playbook.learner.backend.describe`)."""
+    value: list[dict[str, Any]] = []
+    """What `playbook eval` measured (`ValueMeasured` records), oldest first."""
 
 
 _OUTCOMES = {str(kind.__struct_config__.tag): name
@@ -253,7 +255,8 @@ _OUTCOMES = {str(kind.__struct_config__.tag): name
 _COUNTED = {str(LearningRequested.__struct_config__.tag): "requested",
             str(LearningGivenUp.__struct_config__.tag): "given_up"}
 _COMMIT = str(TransactionCommitted.__struct_config__.tag)
-_PER_TRANSACTION = frozenset({*_OUTCOMES, str(ModelCallRecorded.__struct_config__.tag)})
+_PER_TRANSACTION = frozenset({*_OUTCOMES, str(ModelCallRecorded.__struct_config__.tag),
+                              str(ValueMeasured.__struct_config__.tag)})
 """A run holding one of these (or an unknown record) is counted transaction by transaction."""
 
 
@@ -275,6 +278,7 @@ class _Tally:
         self.per_day: dict[str, dict[str, int]] = {}
         self.calls: list[tuple[list[Any], TransactionCommitted]] = []
         """The transactions that recorded model calls: their calls and their commit."""
+        self.value: list[dict[str, Any]] = []
 
     def add(self, records: list[Any]) -> None:
         kinds = Counter(map(type, records))
@@ -297,6 +301,7 @@ class _Tally:
         self.unknown.update(event.type for event in events if type(event) is UnknownRecord)
         if calls := [event for event in events if type(event) is ModelCallRecorded]:
             self.calls.append((calls, commit))
+        self.value += [msgspec.to_builtins(event) for event in events if type(event) is ValueMeasured]
         for event in events:
             if type(event) is not UnknownRecord and (kind := _OUTCOMES.get(_tag_of_type(type(event)))) is not None:
                 day = self.per_day.setdefault(commit.at[:10], {"completed": 0, "failed": 0, "skipped": 0})
@@ -320,7 +325,7 @@ def _top(state: PlaybookState, top: int, key: Callable[[KeyPoint], tuple[int, in
             for _key, section, kp in ranked[:top]]
 
 
-_WHOLE = (ModelCallRecorded, TransactionCommitted)
+_WHOLE = (ModelCallRecorded, ValueMeasured, TransactionCommitted)
 """What the counting sees as the records themselves (the rest as the fold's light views)."""
 
 
@@ -369,6 +374,6 @@ def stats(repo: PlaybookRepository, top: int = 5, strict: bool = False) -> tuple
         transactions=sum(tally.sources.values()), sources=dict(sorted(tally.sources.items())),
         events=events, learning=learning, per_day=dict(sorted(tally.per_day.items())),
         most_helpful=_top(state, top, lambda kp: (-kp.helpful, kp.harmful, kp.name)),
-        most_harmful=_top(state, top, lambda kp: (-kp.harmful, kp.helpful, kp.name)),
+        most_harmful=_top(state, top, lambda kp: (-kp.harmful, kp.helpful, kp.name)), value=tally.value,
     )
     return result, usage_report(tally.calls)

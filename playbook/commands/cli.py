@@ -19,6 +19,7 @@ from playbook.quick.stops import install as install_stops
 
 from .audit_commands import add_views
 from .edit_commands import add_edits
+from .eval_commands import add_eval
 from .learning_commands import add_learning
 from .org_commands import add_org
 from .page_commands import add_pages
@@ -87,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_repairs(add)
     add_review(add)
     add_learning(add, plain, [_common(json=False, user_help=SETTINGS_USER_HELP)])
+    add_eval(add, plain)
     add_team(add, plain)
     add_org(add, plain)
     return parser

@@ -174,6 +174,12 @@ def _model_call(e: ev.ModelCallRecorded) -> Parts:
     return "$", "model call", detail, "dim" if e.outcome == "ok" else "red"
 
 
+def _value(e: ev.ValueMeasured) -> Parts:
+    from projections.pageops import value_line
+
+    return "=", "value", clean(value_line(e)), "green" if e.with_score >= e.without_score else "yellow"
+
+
 def _deferred(e: ev.LearningDeferred) -> Parts:
     return ".", "learning", f"deferred {clean(e.request)}: {clean(e.reason)}", "blue"
 
@@ -255,7 +261,7 @@ PARTS: dict[type, Callable[[Any], Parts]] = {
     ev.LearningGivenUp: _given_up, ev.PlaybookDisabled: _disabled, ev.PlaybookEnabled: _enabled,
     ev.ProposalRecorded: _proposed, ev.ProposalAccepted: _accepted, ev.ProposalRejected: _rejected,
     ev.ProposalExpired: _expired,
-    ev.ModelCallRecorded: _model_call, ev.LearningDeferred: _deferred,
+    ev.ModelCallRecorded: _model_call, ev.LearningDeferred: _deferred, ev.ValueMeasured: _value,
     ev.UnknownRecord: _unknown,
 }
 """Each event type's one-line rendering, by its exact type."""

@@ -292,7 +292,17 @@ def stats_lines(stats: Stats, style: Style) -> list[str]:
     if stats.backend:
         lines += wrap("  backend ", clean(stats.backend), style.width, indent=4)
     lines += wrap("  ", "  ".join(f"{k.replace('_', ' ')} {v}" for k, v in stats.learning.items()), style.width)
-    return lines + _heading("learning outcomes per day (UTC)", style) + _per_day(stats.per_day)
+    lines += _heading("learning outcomes per day (UTC)", style) + _per_day(stats.per_day)
+    return lines + _heading("value (playbook eval: with vs without the playbook)", style) + _value(stats.value, style)
+
+
+def _value(value: list[dict[str, Any]], style: Style) -> list[str]:
+    from eventlog.events import ValueMeasured
+
+    from .value_report import value_lines
+
+    measured = [msgspec.convert(item, ValueMeasured) for item in value]
+    return value_lines([(event.at, event) for event in measured], style)
 
 
 def stats_json(stats: Stats) -> dict[str, Any]:

@@ -510,6 +510,15 @@
       card.id = 'cost';
       box.append(card);
     }
+    if ((HEAD.value || []).length) {
+      const table = el('table', 'value', el('tr', null, ['measured', 'cases', 'with', 'without', 'delta', 'cost (USD)'].map((h) => el('th', null, h))));
+      for (const v of HEAD.value) table.append(el('tr', null, el('td', null, v[0].slice(0, 16).replace('T', ' ')),
+        el('td', null, String(v[1])), el('td', null, v[2].toFixed(2)), el('td', null, v[3].toFixed(2)),
+        el('td', null, (v[2] - v[3] >= 0 ? '+' : '') + (v[2] - v[3]).toFixed(2)), el('td', null, v[4].toFixed(2))));
+      const card = el('section', 'card', el('h3', null, 'Value of the playbook (playbook eval: with vs without)'), table);
+      card.id = 'value';
+      box.append(card);
+    }
   }
 
   // --- wiring ------------------------------------------------------------------------------------------

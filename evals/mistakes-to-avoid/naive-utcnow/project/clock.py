@@ -1,0 +1,6 @@
+"""Times for the reports."""
+import datetime
+
+
+def today():
+    return datetime.date.today()

@@ -1,0 +1,5 @@
+from calc import double
+
+
+def test_double():
+    assert double(2) == 4

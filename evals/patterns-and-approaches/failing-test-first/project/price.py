@@ -1,0 +1,2 @@
+def parse_price(text):
+    return float(text.replace(',', ''))

@@ -1,0 +1,2 @@
+def total(rows):
+    return sum(row['amount'] for row in rows)

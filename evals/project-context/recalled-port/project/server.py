@@ -1,0 +1,3 @@
+import os
+
+PORT = int(os.environ.get('PORT', '8000'))

@@ -1,0 +1,1 @@
+"""Finding the files the indexer reads."""
