@@ -68,6 +68,10 @@ def cmd_learn(args: argparse.Namespace) -> int:
         print(f"{pending.request}: failed {pending.attempts} time(s), tried again{at} (playbook learn --retry: now)")
     if not outcomes and not waiting:
         print("no pending learning")
+    if outcomes:
+        from playbook.sync.background import after_learning
+
+        after_learning(project)
     return 0
 
 
