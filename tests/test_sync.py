@@ -314,3 +314,50 @@ def test_nothing_in_the_remote_runs(tmp_path: Path, remote: Path) -> None:
         script.chmod(0o755)
     assert desktop.sync().pushed
     assert not witness.exists()
+
+
+def test_learning_starts_a_detached_sync_at_most_every_n_minutes(tmp_path: Path, remote: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from playbook.sync.background import after_learning
+
+    laptop, desktop = machines(tmp_path, "laptop", "desktop")
+    project = tmp_path / "project"
+    project.mkdir()
+    laptop.learn("Answer in English")
+    laptop.sync(remote)
+    desktop.sync(remote)
+    desktop.learn("Prefer short answers")
+    desktop.sync()
+    sync_log = laptop.dir / "sync" / "sync.log"
+    with laptop.on():
+        after_learning(project)  # the last sync started moments ago: not due for 10 minutes
+    assert not sync_log.exists()
+    monkeypatch.setenv("PLAYBOOK_SYNC_MINUTES", "0.001")
+    time.sleep(0.2)
+    with laptop.on():
+        after_learning(project)
+    deadline = time.monotonic() + 60
+    while b"Prefer short answers" not in laptop.log.read_bytes() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert b"Prefer short answers" in laptop.log.read_bytes()
+    while "synced" not in (laptop.dir / "sync" / "status").read_text() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert sync_log.exists() and "Traceback" not in sync_log.read_text()
+    monkeypatch.setenv("PLAYBOOK_SYNC_MINUTES", "0")
+    time.sleep(0.2)
+    with laptop.on():
+        after_learning(project)  # 0: on demand only
+    assert laptop.log.read_bytes() == desktop.log.read_bytes()
+
+
+def test_a_background_sync_never_waits_for_one_running(tmp_path: Path, remote: Path) -> None:
+    from playbook.sync.place import SyncPlace
+
+    (laptop,) = machines(tmp_path, "laptop")
+    laptop.learn("Answer in English")
+    laptop.sync(remote)
+    with SyncPlace(laptop.dir).locked(wait=True):
+        done = laptop.cli("sync", "--background")
+    assert done.returncode == 0 and not done.stdout and not done.stderr

@@ -24,7 +24,7 @@ import msgspec
 
 from eventlog.errors import PlaybookError
 from eventlog.faults import point as fault
-from eventlog.safefiles import directory, replace
+from eventlog.safefiles import directory, remove_file, replace
 from projections.anchors import AnchorFileError, anchors_path, check
 from projections.foreign_log import MAX_FOREIGN_BYTES, ForeignLogRefused, check_foreign
 from projections.merge import MergeOutcome, MergeRefused, common_prefix, merge_logs, write_merged
@@ -223,6 +223,8 @@ def _take_in(place: SyncPlace, git: SyncGit, user: PlaybookRepository, theirs: s
             where = f"; its copy is kept in {moved}"
         raise SyncRefused(f"the remote's log (commit {theirs[:12]}) is refused: {exc}; ours is kept, not pushed, "
                           f"and learning goes on{where}") from exc
+    for name in (THEIRS, BASE):
+        remove_file(place.path(name), place.root)
     return outcome.brought
 
 
