@@ -361,3 +361,42 @@ def test_a_background_sync_never_waits_for_one_running(tmp_path: Path, remote: P
     with SyncPlace(laptop.dir).locked(wait=True):
         done = laptop.cli("sync", "--background")
     assert done.returncode == 0 and not done.stdout and not done.stderr
+
+
+def test_anchors_taken_on_a_machine_stay_proven_after_syncs(tmp_path: Path, remote: Path) -> None:
+    laptop, desktop = shared_pair(tmp_path, remote)
+    laptop.learn("Keep the build green")
+    assert laptop.cli("anchor", "--user").returncode == 0
+    laptop.learn("Use tabs in Makefiles")  # past the anchor, and past what both share
+    assert desktop.sync().pushed
+    assert laptop.sync().pushed, "the merged log carries the anchors: the sync is not refused"
+    assert desktop.sync().ok
+    assert laptop.log.read_bytes() == desktop.log.read_bytes()
+    done = laptop.cli("verify", "--user", "--anchor")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_remote_log_too_large_to_be_a_playbook_is_refused_unread(tmp_path: Path, remote: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from playbook.sync import cycle
+
+    laptop, desktop = shared_pair(tmp_path, remote)
+    monkeypatch.setattr(cycle, "MAX_FOREIGN_BYTES", 64)
+    before = desktop.log.read_bytes()
+    result = desktop.sync()
+    assert not result.ok and "MiB" in result.refused and not result.pushed
+    assert desktop.log.read_bytes() == before
+
+
+def test_a_damaged_log_of_ours_is_said_as_ours_and_the_remote_is_not_blamed(tmp_path: Path, remote: Path) -> None:
+    laptop, desktop = shared_pair(tmp_path, remote)
+    laptop.learn("Use tabs in Makefiles")
+    laptop.sync()
+    data = bytearray(desktop.log.read_bytes())
+    data[40] ^= 0x01
+    desktop.log.write_bytes(bytes(data))
+    done = desktop.cli("sync")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "this machine's user-level log" in lines[0] and "refused" not in lines[0], lines
+    assert not (desktop.dir / "sync" / "refused").exists()

@@ -36,6 +36,7 @@ from .gitrepo import LOCAL_REF, REMOTE_REF, GitFailed, Offline, Rejected, SyncGi
 from .place import BASE, MERGED, THEIRS, SyncPlace
 
 MAX_TRIES = 5
+OURS = "ours (this machine's)"
 """Pushes refused because the remote moved meanwhile, before a sync gives up until the next one."""
 
 
@@ -216,16 +217,25 @@ def _take_in(place: SyncPlace, git: SyncGit, user: PlaybookRepository, theirs: s
             except ForeignLogRefused:
                 base = None
         outcome = _merge(place, user, fetched, base)
-    except (ForeignLogRefused, MergeRefused) as exc:
-        where = ""
-        if kept is not None:
-            moved = place.keep_aside(theirs)
-            where = f"; its copy is kept in {moved}"
-        raise SyncRefused(f"the remote's log (commit {theirs[:12]}) is refused: {exc}; ours is kept, not pushed, "
-                          f"and learning goes on{where}") from exc
+    except MergeRefused as exc:
+        if str(exc).startswith(OURS):  # our own log does not read: nothing of the remote's is at fault
+            raise PlaybookError(f"this machine's user-level log cannot be merged: {exc}; `playbook verify --user` "
+                                "shows where") from exc
+        raise _refused(place, theirs, kept is not None, exc) from exc
+    except ForeignLogRefused as exc:
+        raise _refused(place, theirs, kept is not None, exc) from exc
     for name in (THEIRS, BASE):
         remove_file(place.path(name), place.root)
     return outcome.brought
+
+
+def _refused(place: SyncPlace, theirs: str, fetched: bool, exc: PlaybookError) -> SyncRefused:
+    """The refusal's one line, the fetched copy kept aside first."""
+    where = ""
+    if fetched:
+        where = f"; its copy is kept in {place.keep_aside(theirs)}"
+    return SyncRefused(f"the remote's log (commit {theirs[:12]}) is refused: {exc}; ours is kept, not pushed, "
+                       f"and learning goes on{where}")
 
 
 def _merge(place: SyncPlace, user: PlaybookRepository, theirs: Path, base: Path | None) -> MergeOutcome:
@@ -236,7 +246,7 @@ def _merge(place: SyncPlace, user: PlaybookRepository, theirs: Path, base: Path 
 
     def build(log: Path) -> MergeOutcome:
         outcome = merge_logs(log, theirs, base, note="sync", anchors=anchors if has_anchors else None,
-                             labels=("ours (this machine's)", "theirs (the remote's)", "the last sync"))
+                             labels=(OURS, "theirs (the remote's)", "the last sync"))
         if outcome.unchanged:
             return outcome
         merged = place.path(MERGED)
