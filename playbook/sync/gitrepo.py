@@ -48,8 +48,7 @@ def _env(quiet: bool) -> dict[str, str]:
     env.update(GIT_AUTHOR_NAME="playbook", GIT_AUTHOR_EMAIL="playbook@localhost", GIT_COMMITTER_NAME="playbook",
                GIT_COMMITTER_EMAIL="playbook@localhost", GIT_TEMPLATE_DIR="", LC_ALL="C")
     if quiet:
-        env["GIT_TERMINAL_PROMPT"] = "0"
-        env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
+        env["GIT_TERMINAL_PROMPT"] = "0"  # and no terminal: a detached sync's ssh has none to ask on either
     return env
 
 
