@@ -87,6 +87,7 @@ class SyncGit:
         self.run("config", "remote.origin.url", url)
         self.run("config", "remote.origin.fetch", f"+refs/heads/{BRANCH}:{REMOTE_REF}")
         self.run("config", "core.hooksPath", "/dev/null")
+        self.run("config", "gc.auto", "100")  # each sync leaves a log's blob loose: packed (as deltas) early
 
     def url(self) -> str | None:
         if not (self.path / "HEAD").is_file():
