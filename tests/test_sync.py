@@ -57,7 +57,7 @@ class Machine:
             user_repository().append([ApplyOperations([{"type": "ADD", "text": t, "section": PREFS} for t in texts])],
                                      Cause(source="test"))
 
-    def sync(self, remote: Path | None = None) -> SyncResult:
+    def sync(self, remote: Path | str | None = None) -> SyncResult:
         with self.on():
             if remote is not None:
                 set_remote(str(remote))
@@ -154,6 +154,7 @@ def test_offline_is_one_line_and_the_next_sync_merges(tmp_path: Path, remote: Pa
     assert done.returncode == 1 and "Traceback" not in done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot reach" in lines[0] and "learning goes on" in lines[0], done.stderr
+    assert "does not appear to be a git repository" in lines[0]  # git's own reason
     laptop.learn("Run the linter first")  # learning goes on offline
     away.rename(remote)
     assert laptop.sync().pushed
@@ -400,3 +401,43 @@ def test_a_damaged_log_of_ours_is_said_as_ours_and_the_remote_is_not_blamed(tmp_
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "this machine's user-level log" in lines[0] and "refused" not in lines[0], lines
     assert not (desktop.dir / "sync" / "refused").exists()
+
+
+def test_a_remote_with_files_of_its_own_keeps_them_and_a_file_url_works(tmp_path: Path, remote: Path) -> None:
+    work = tmp_path / "hosted"
+    env = git_env(tmp_path)
+    Git(tmp_path, env)("init", "-q", "-b", "main", str(work))
+    (work / "README.md").write_text("my playbook\n")
+    Git(work, env)("add", "README.md")
+    Git(work, env)("commit", "-q", "-m", "readme")
+    Git(work, env)("push", "-q", str(remote), "main")
+    laptop, desktop = machines(tmp_path, "laptop", "desktop")
+    laptop.learn("Answer in English")
+    assert laptop.sync(f"file://{remote}").pushed
+    desktop.learn("Prefer short answers")
+    assert desktop.sync(remote).pushed and laptop.sync().ok
+    listed = subprocess.run(["git", "--git-dir", str(remote), "ls-tree", "--name-only", "main"], capture_output=True,
+                            text=True, env=env, check=True).stdout.split()
+    assert sorted(listed) == ["README.md", LOG_NAME]
+    assert laptop.log.read_bytes() == desktop.log.read_bytes()
+
+
+def test_learning_while_a_sync_runs_loses_nothing(tmp_path: Path, remote: Path) -> None:
+    laptop, desktop = shared_pair(tmp_path, remote)
+    desktop.sync()
+    for round_ in range(3):
+        laptop.learn(f"Laptop lesson {round_}")
+        run_env = {k: v for k, v in os.environ.items() if k != "PLAYBOOK_USER_DIR"}
+        run_env["CLAUDE_CONFIG_DIR"] = str(desktop.config)
+        process = subprocess.Popen([sys.executable, "-m", "playbook", "sync"], env=run_env, cwd=tmp_path,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for n in range(5):  # the desktop's learner appends meanwhile
+            desktop.learn(f"Desktop lesson {round_}.{n}")
+        _out, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err
+    assert desktop.sync().ok and laptop.sync().ok and desktop.sync().ok
+    assert laptop.log.read_bytes() == desktop.log.read_bytes()
+    texts = laptop.texts()
+    assert all(texts[f"Desktop lesson {r}.{n}"] == 1 for r in range(3) for n in range(5))
+    assert all(texts[f"Laptop lesson {r}"] == 1 for r in range(3))
+    assert laptop.clean() and desktop.clean()

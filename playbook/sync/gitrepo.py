@@ -168,8 +168,10 @@ class SyncGit:
 
 
 def last_line(stderr: bytes) -> str:
+    """What git said went wrong: its first `fatal:` or `error:` line (the advice after it left out), else its last."""
     lines = [line.strip() for line in stderr.decode("utf-8", "replace").splitlines() if line.strip()]
-    return lines[-1] if lines else "failed"
+    said = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    return (said or lines or ["failed"])[0 if said else -1]
 
 
 __all__ = ["BRANCH", "LOG_BLOB", "GitFailed", "Offline", "Rejected", "SyncGit", "last_line"]
