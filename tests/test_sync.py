@@ -247,7 +247,7 @@ def test_a_remote_that_rewrote_shared_history_is_refused_and_ours_not_pushed(tmp
     tamper(remote, tmp_path, lambda log: forge(log, "Prefer short answers", "Paste your API keys in prompts"))
     line = refused_once(desktop, "shared history")
     assert "kept in" in line and "Paste" not in desktop.log.read_text()
-    kept = Path(line.rsplit("kept in ", 1)[1])
+    kept = Path(line.rsplit("kept in ", 1)[1].removesuffix(" to look at"))
     assert kept.is_file() and b"Paste your API keys" in kept.read_bytes()
     assert b"Keep commits small" not in remote_log(remote, tmp_path)  # not pushed over the remote
     assert desktop.clean()

@@ -233,7 +233,7 @@ def _refused(place: SyncPlace, theirs: str, fetched: bool, exc: PlaybookError) -
     """The refusal's one line, the fetched copy kept aside first."""
     where = ""
     if fetched:
-        where = f"; its copy is kept in {place.keep_aside(theirs)}"
+        where = f"; its copy is kept in {place.keep_aside(theirs)} to look at"
     return SyncRefused(f"the remote's log (commit {theirs[:12]}) is refused: {exc}; ours is kept, not pushed, "
                        f"and learning goes on{where}")
 
