@@ -3,7 +3,8 @@
 A copy of a log that came from elsewhere (a synced remote, an organisation's repository) is
 used only when every line of it reads as its writer wrote it: the chain, the sequence and
 each transaction checked as any reader does, nothing unfinished at its end, no record of a
-newer version, no transaction committed twice, and not larger than `MAX_FOREIGN_BYTES`. What
+newer version, no transaction committed twice, and not larger than `MAX_FOREIGN_BYTES`; and it holds every transaction of
+the copy it grew from, when one is known (`missing_from`). What
 it brings beyond the bytes it shares with ours passes the secret scrubber: a text the scrubber
 would redact means its writer stored a secret, and the copy is refused rather than merged,
 since a line cannot be redacted without rewriting the history it belongs to. The history it
@@ -39,9 +40,9 @@ class ForeignLogRefused(PlaybookError):
         super().__init__(why)
 
 
-def check_foreign(path: Path, shared: int = 0) -> int:
+def check_foreign(path: Path, shared: int = 0) -> frozenset[str]:
     """Raise `ForeignLogRefused` unless the log at `path` reads whole and what it holds from byte `shared` on (the
-    bytes before are ours too) holds no secret. Returns its number of transactions."""
+    bytes before are ours too) holds no secret. Returns the ids of its transactions."""
     try:
         size = os.stat(path).st_size
     except OSError as exc:
@@ -51,10 +52,8 @@ def check_foreign(path: Path, shared: int = 0) -> int:
                                 "can reach")
     reader = LogReader(path)
     seen: set[str] = set()
-    count = 0
     try:
         for transaction in reader:
-            count += 1
             if transaction.commit.tx in seen:
                 raise ForeignLogRefused(f"line {transaction.end.line}: transaction {transaction.commit.tx} is "
                                         "committed twice")
@@ -68,7 +67,16 @@ def check_foreign(path: Path, shared: int = 0) -> int:
     if reader.torn is not None:
         raise ForeignLogRefused(f"it ends in an unfinished transaction after line {reader.torn.line - 1}")
     _no_secret(path, shared)
-    return count
+    return frozenset(seen)
+
+
+def missing_from(earlier: Path, ids: frozenset[str]) -> list[str]:
+    """The transactions of the log `earlier` (a copy the foreign one grew from) that are not among `ids`, in order:
+    what the foreign log dropped. An honest copy never drops one: a merge writes each again under its own id."""
+    try:
+        return [t.commit.tx for t in LogReader(earlier) if t.commit.tx not in ids]
+    except CorruptLogError as exc:
+        raise ForeignLogRefused(f"the copy it grew from does not read: line {exc.line}: {exc.reason}") from exc
 
 
 def _no_secret(path: Path, shared: int) -> None:
@@ -129,4 +137,4 @@ def _line_number(path: Path, offset: int) -> int:
     return count
 
 
-__all__ = ["MAX_FOREIGN_BYTES", "ForeignLogRefused", "check_foreign"]
+__all__ = ["MAX_FOREIGN_BYTES", "ForeignLogRefused", "check_foreign", "missing_from"]

@@ -441,3 +441,41 @@ def test_learning_while_a_sync_runs_loses_nothing(tmp_path: Path, remote: Path) 
     assert all(texts[f"Desktop lesson {r}.{n}"] == 1 for r in range(3) for n in range(5))
     assert all(texts[f"Laptop lesson {r}"] == 1 for r in range(3))
     assert laptop.clean() and desktop.clean()
+
+
+def test_a_remote_that_dropped_a_transaction_is_refused_rather_than_undoing_it_here(tmp_path: Path,
+                                                                                    remote: Path) -> None:
+    laptop, desktop = machines(tmp_path, "laptop", "desktop")
+    laptop.learn("Answer in English")
+    laptop.learn("Prefer short answers")
+    laptop.sync(remote)
+    desktop.sync(remote)
+
+    def drop_last(log: Path) -> None:  # a valid, shorter log: the last transaction cut off whole
+        reader = LogReader(log, strict=True)
+        ends = [t.start.offset for t in reader]
+        log.write_bytes(log.read_bytes()[: ends[-1]])
+
+    tamper(remote, tmp_path, drop_last)
+    line = refused_once(desktop, "dropped 1 transaction")
+    assert "Prefer short answers" in {kp.text for kp in _entries(desktop)}
+
+
+def test_a_remote_replaced_by_another_history_is_refused_until_named_again(tmp_path: Path, remote: Path) -> None:
+    laptop, desktop = shared_pair(tmp_path, remote)
+    (stranger,) = machines(tmp_path, "stranger")
+    stranger.learn("Disable the tests")
+    other = tmp_path / "other.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(other)], check=True, env=git_env(tmp_path))
+    stranger.sync(other)
+    subprocess.run(["git", "--git-dir", str(other), "push", "-q", "--force", str(remote), "main:main"], check=True,
+                   env=git_env(tmp_path), capture_output=True)
+    refused_once(desktop, "no longer holds this machine's last sync")
+    done = desktop.cli("sync", "--remote", str(remote))  # the user says: this is my remote now
+    assert done.returncode == 0, done.stderr
+    assert "Disable the tests" in {kp.text for kp in _entries(desktop)}
+
+
+def _entries(machine: Machine) -> list:
+    with machine.on():
+        return [kp for section in user_repository().state().sections.values() for kp in section.values()]

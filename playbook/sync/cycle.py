@@ -26,7 +26,7 @@ from eventlog.errors import PlaybookError
 from eventlog.faults import point as fault
 from eventlog.safefiles import directory, remove_file, replace
 from projections.anchors import AnchorFileError, anchors_path, check
-from projections.foreign_log import MAX_FOREIGN_BYTES, ForeignLogRefused, check_foreign
+from projections.foreign_log import MAX_FOREIGN_BYTES, ForeignLogRefused, check_foreign, missing_from
 from projections.merge import MergeOutcome, MergeRefused, common_prefix, merge_logs, write_merged
 from projections.quickroads import LOG_NAME
 from projections.repository import PlaybookRepository
@@ -76,7 +76,9 @@ def set_remote(url: str) -> str:
                             "it, and let git's credential helper or the ssh agent hold it")
     place = SyncPlace(user_dir())
     place.made()
-    SyncGit(place.git_dir).init(url)
+    git = SyncGit(place.git_dir)
+    git.init(url)
+    git.forget()  # a remote named again starts over: what an earlier one held says nothing of it
     return (f"the user-level playbook syncs with {shown(url)}: `playbook sync` now, then after learning in the "
             "background")
 
@@ -209,13 +211,8 @@ def _take_in(place: SyncPlace, git: SyncGit, user: PlaybookRepository, theirs: s
         if fetched is None:
             return 0
         kept = fetched
-        check_foreign(fetched, common_prefix(user.log_path, fetched))
-        base = None
-        if ours is not None and (found := git.merge_base(ours, theirs)) is not None:
-            try:
-                base = _fetched(place, git, found, BASE)
-            except ForeignLogRefused:
-                base = None
+        ids = check_foreign(fetched, common_prefix(user.log_path, fetched))
+        base = _last_synced(place, git, ours, theirs, ids)
         outcome = _merge(place, user, fetched, base)
     except MergeRefused as exc:
         if str(exc).startswith(OURS):  # our own log does not read: nothing of the remote's is at fault
@@ -227,6 +224,23 @@ def _take_in(place: SyncPlace, git: SyncGit, user: PlaybookRepository, theirs: s
     for name in (THEIRS, BASE):
         remove_file(place.path(name), place.root)
     return outcome.brought
+
+
+def _last_synced(place: SyncPlace, git: SyncGit, ours: str | None, theirs: str, ids: frozenset[str]) -> Path | None:
+    """The log both this machine's last sync and the remote grew from (git's merge base), which the remote's log
+    must hold whole: a remote that dropped a transaction of it would have the merge undo it here. Raises
+    `ForeignLogRefused` for a remote whose history no longer holds our last sync, or dropped a transaction."""
+    if ours is None:
+        return None
+    found = git.merge_base(ours, theirs)
+    if found is None:
+        raise ForeignLogRefused(f"its git history no longer holds this machine's last sync (commit {ours[:12]}): it "
+                                "was replaced; `playbook sync --remote URL` starts over with it")
+    base = _fetched(place, git, found, BASE)
+    if base is not None and (dropped := missing_from(base, ids)):
+        raise ForeignLogRefused(f"it dropped {len(dropped)} transaction(s) of the history this machine synced "
+                                f"before (first {dropped[0]}): its history was rewritten")
+    return base
 
 
 def _refused(place: SyncPlace, theirs: str, fetched: bool, exc: PlaybookError) -> SyncRefused:

@@ -89,6 +89,11 @@ class SyncGit:
         self.run("config", "core.hooksPath", "/dev/null")
         self.run("config", "gc.auto", "100")  # each sync leaves a log's blob loose: packed (as deltas) early
 
+    def forget(self) -> None:
+        """Forget the last sync and the remote's branch as last fetched."""
+        for ref in (LOCAL_REF, REMOTE_REF):
+            self.run("update-ref", "-d", ref, check=False)
+
     def url(self) -> str | None:
         if not (self.path / "HEAD").is_file():
             return None
