@@ -6,7 +6,8 @@ Runs, in this order: the hook latencies (benchmarks/hooks.py), fold throughput a
 raw msgspec decoding and the fold's peak memory, append latency (benchmarks/fold.py),
 time travel, `history` and `log -n 20` on a long log (benchmarks/timeline.py), the history
 page's writing and first screen (benchmarks/page.py), the tokens a learning cycle sends over three
-recorded sessions (benchmarks/condense.py), the git merge driver on two 100k-event
+recorded sessions (benchmarks/condense.py), the learner's score over labelled sessions with a scripted
+model (benchmarks/learning.py), the git merge driver on two 100k-event
 logs with 1,000 new transactions per side (benchmarks/merge.py), and
 `pytest -q tests/test_crash.py tests/test_stress.py` in a subprocess, whose counts are
 parsed. Progress goes to stderr; the table, one row per figure (what, figure, target,
@@ -324,6 +325,19 @@ def condense(report: Report, mode: dict[str, Any]) -> None:
                    f"{row['cycle_tokens']:,} tk", "context")
 
 
+def learning(report: Report, mode: dict[str, Any]) -> None:
+    from benchmarks import learning as bench
+
+    say("learning: the labelled sessions through the learner, with the scripted model")
+    result = bench.run("scripted")
+    report.section(f"learning from {len(result.cycles)} labelled Claude Code sessions in order (the scripted model; "
+                   "python -m benchmarks.learning --model for a real one)")
+    for target in result.targets:
+        report.row(target.what, target.figure, target.target, target.met)
+    report.row("tokens spent in all; injected at the end", f"{result.tokens_spent:,}; {result.injected_tokens:,} of "
+               f"{result.injected_budget:,}", "context")
+
+
 def page(report: Report, mode: dict[str, Any]) -> None:
     from benchmarks import page as bench
 
@@ -466,6 +480,7 @@ def main(argv: list[str] | None = None) -> int:
         ("show", lambda: show(report, mode)),
         ("lean context", lambda: lean(report, mode)),
         ("tokens per cycle", lambda: condense(report, mode)),
+        ("learning", lambda: learning(report, mode)),
         ("page", lambda: page(report, mode)),
         ("merge", lambda: merge(report, mode)),
     ]

@@ -268,7 +268,7 @@ def raw_decode_chunks(path: Path) -> int:
 
 def raw_decode_views(path: Path) -> int:
     """msgspec alone, into the fold's views (only the fields the fold reads), read as the fold reads it."""
-    return _decode_chunks(path, fold_decoder)
+    return _decode_chunks(path, fold_decoder())
 
 
 def raw_decode_whole(path: Path) -> int:

@@ -145,7 +145,7 @@ def measure(runs: int = 40, entries: int = 500) -> dict[str, list[float]]:
 def wait_for_learners(project: Path, timeout: float = 60.0) -> None:
     """Let the learners the SessionEnd runs started finish (without an API key each records a skip
     and exits), so the project can be removed: one still writing makes the removal fail."""
-    from playbook.learner.learn import learning_lock
+    from playbook.learner.requests import learning_lock
     from projections.repository import PlaybookRepository
 
     repo = PlaybookRepository(project / ".claude")

@@ -170,7 +170,7 @@ def measure_dedup(size: int = 5000) -> list[dict]:
                             "helpful": 0, "harmful": 0})
         planted.append((entries[-2]["name"], entries[-1]["name"]))
     state = fold(decide(fold([]), ImportLegacy(data=data, path="benchmark")))
-    methods = [similarity.LEXICAL] + ([similarity.RAPIDFUZZ] if similarity._fuzz is not None else [])
+    methods = [similarity.LEXICAL] + ([similarity.RAPIDFUZZ] if similarity.rapidfuzz_installed() else [])
     rows = []
     for using in methods:
         threshold = similarity.THRESHOLDS[using]
@@ -212,7 +212,8 @@ def simulate(cycles: int = 50, budget: int = 1500) -> dict:
     again, a harmful lesson rated harmful, and a wholesale rewrite in cycle 30."""
     from eventlog.decide import CompleteLearning, Evaluate, Prune, RequestLearning, decide_all
     from eventlog.events import CurationHeld, KeyPointAbsorbed
-    from playbook.learner.lean import LeanSettings, curation_commands, current_plan, sweep_stale
+    from playbook.learner.lean import curation_commands, current_plan, sweep_stale
+    from playbook.wiring.settings import LeanSettings
 
     rng = random.Random(3)
     settings = LeanSettings(stale_after=10, retire_after=25)

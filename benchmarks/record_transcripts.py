@@ -1,6 +1,7 @@
 """Record the transcripts `benchmarks.condense` measures: real Claude Code sessions against the fake API.
 
     python -m benchmarks.record_transcripts [KIND...]   # needs the `claude` CLI on PATH; rewrites benchmarks/transcripts/
+    python -m benchmarks.record_transcripts learning [NAME...]   # the learning benchmark's sessions
 
 Three sessions of `claude -p` (resumed for the long one) in a scratch project holding copies of
 some of this repository's modules; the fake plays the model with a fixed script of tool calls,
@@ -11,7 +12,11 @@ which Claude Code really runs (Read, Grep, Bash), so every record is what Claude
   command outputs, a failing test with its traceback, a grep over the tree;
 - long: twelve prompts over one resumed session, each a few tool calls and a conclusion.
 
-Paths are replaced by /HOME, /PROJECT and -PROJECT as in tests/fixtures/transcripts.
+The learning benchmark's sessions (`learning`: the cases of benchmarks/transcripts/learning/labels.json,
+scripted in benchmarks/learning_sessions.py) are recorded the same way, into benchmarks/transcripts/learning/.
+
+Paths are replaced by /HOME, /PROJECT and -PROJECT as in tests/fixtures/transcripts, and this
+repository's by /PLUGIN.
 """
 
 from __future__ import annotations
@@ -23,12 +28,14 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = Path(__file__).resolve().parent / "transcripts"
 sys.path.insert(0, str(ROOT))
 
+from playbook.learner.sessions import project_slugs  # noqa: E402
 from tests.fake_anthropic import FakeAnthropic, Reply, reply_text, reply_tool_use  # noqa: E402
 
 SOURCES = ["playbook/learner/transcript.py", "eventlog/store.py", "playbook/learner/models.py", "projections/pagedata.py",
@@ -123,16 +130,26 @@ def _steps(body: dict[str, Any]) -> int:
     return count
 
 
-def record(kind: str, claude: str) -> bytes:
-    script = [reply for turn in SCRIPTS[kind] for reply in turn]
+def _scratch(project: Path) -> None:
+    """The project the condense benchmark's sessions work in: copies of some of this repository's modules."""
+    (project / "src").mkdir(parents=True)
+    (project / "tests").mkdir()
+    for source in SOURCES:
+        shutil.copy(ROOT / source, project / "src" / Path(source).name)
+    (project / "tests" / "test_transcript.py").write_text(FAILING_TEST)
+
+
+def session(claude: str, prompts: list[str], turns: list[list[Reply]], setup: Callable[[Path], None],
+            tools: tuple[str, ...] = ("Bash", "Read", "Grep"), plugin: bool = False) -> bytes:
+    """The transcript Claude Code writes for `prompts` (one `claude -p` each, resumed after the first) in a
+    scratch project `setup` fills, the fake answering each turn from `turns`; with `plugin`, this repository is
+    loaded as a plugin (`--plugin-dir`), its hooks run by this interpreter."""
+    script = [reply for turn in turns for reply in turn]
     with tempfile.TemporaryDirectory() as scratch:
         home, project = Path(scratch) / "home", Path(scratch) / "project"
-        (project / "src").mkdir(parents=True)
-        (project / "tests").mkdir()
+        project.mkdir()
         home.mkdir()
-        for source in SOURCES:
-            shutil.copy(ROOT / source, project / "src" / Path(source).name)
-        (project / "tests" / "test_transcript.py").write_text(FAILING_TEST)
+        setup(project)
         (home / ".claude.json").write_text(json.dumps({
             "hasCompletedOnboarding": True, "lastOnboardingVersion": "2.1.328",
             "projects": {str(project): {"hasTrustDialogAccepted": True}}}))
@@ -146,23 +163,54 @@ def record(kind: str, claude: str) -> bytes:
             return reply
 
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE", "PLAYBOOK_"))}
-        session = None
+        # This interpreter's scripts (pytest, playbook) are on the PATH the session's tools and commands run with.
+        env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", os.defpath)])
+        extra = ["--plugin-dir", str(ROOT)] if plugin else []
+        session_id = None
         with FakeAnthropic(respond) as api:
             env |= {"HOME": str(home), "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-test-123",
-                    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
-            for prompt in PROMPTS[kind]:
-                resume = ["--resume", session] if session else []
+                    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+                    "PLAYBOOK_PYTHON": sys.executable}
+            for prompt in prompts:
+                resume = ["--resume", session_id] if session_id else []
                 result = subprocess.run(
-                    [claude, "-p", prompt, "--output-format", "json", "--allowedTools", "Bash", "Read", "Grep",
-                     *resume], cwd=project, env=env, capture_output=True, text=True, timeout=300)
+                    [claude, *extra, "-p", prompt, "--output-format", "json", "--allowedTools", *tools, *resume],
+                    cwd=project, env=env, capture_output=True, text=True, timeout=300)
                 if result.returncode != 0:
-                    raise SystemExit(f"claude failed for {kind}: {result.stdout[-500:]} {result.stderr[-500:]}")
-                session = json.loads(result.stdout)["session_id"]
-        slug = str(project).replace("/", "-")
-        data = (home / ".claude" / "projects" / slug / f"{session}.jsonl").read_bytes()
-        for old, new in ((slug, "-PROJECT"), (str(project), "/PROJECT"), (str(home), "/HOME")):
+                    raise SystemExit(f"claude failed for {prompt!r}: {result.stdout[-500:]} {result.stderr[-500:]}")
+                session_id = json.loads(result.stdout)["session_id"]
+        slug = next(slug for slug in project_slugs(str(project))
+                    if (home / ".claude" / "projects" / slug / f"{session_id}.jsonl").exists())
+        data = (home / ".claude" / "projects" / slug / f"{session_id}.jsonl").read_bytes()
+        names = ((slug, "-PROJECT"), (str(project), "/PROJECT"), (str(home), "/HOME"), (str(ROOT), "/PLUGIN"))
+        for old, new in names:
             data = data.replace(old.encode(), new.encode())
         return data
+
+
+def record(kind: str, claude: str) -> bytes:
+    return session(claude, PROMPTS[kind], SCRIPTS[kind], _scratch)
+
+
+def record_learning(names: list[str], claude: str) -> None:
+    """Record the learning benchmark's sessions (`benchmarks/learning_sessions.py`) named, or all of them."""
+    from benchmarks.learning_labels import LABELS, load
+    from benchmarks.learning_sessions import FILES, PLAYBOOK, SCRIPTS as LEARNING
+
+    def shop(project: Path) -> None:
+        for name, text in FILES.items():
+            (project / name).parent.mkdir(parents=True, exist_ok=True)
+            (project / name).write_text(text)
+        (project / ".claude").mkdir()
+        (project / ".claude" / "playbook.json").write_text(PLAYBOOK)
+
+    cases = {case.name: case for case in load().cases}
+    for name in names or list(cases):
+        case = cases[name]
+        data = session(claude, case.prompts, LEARNING[name], shop, ("Bash", "Read", "Grep", "Edit"),
+                       plugin=case.kind == "commands")
+        (LABELS.parent / f"{name}.jsonl").write_bytes(data)
+        print(f"learning/{name}: {len(data):,} bytes, {data.count(bytes([10]))} lines", flush=True)
 
 
 def main() -> int:
@@ -171,6 +219,9 @@ def main() -> int:
         print("record_transcripts: the claude CLI is not on PATH", file=sys.stderr)
         return 1
     OUT.mkdir(exist_ok=True)
+    if sys.argv[1:2] == ["learning"]:
+        record_learning(sys.argv[2:], claude)
+        return 0
     for kind in sys.argv[1:] or SCRIPTS:
         data = record(kind, claude)
         (OUT / f"{kind}.jsonl").write_bytes(data)

@@ -143,7 +143,7 @@ elif what == ["decode"]:  # msgspec decoding every line into its record, nothing
         result = 0
         for buffer, size in WholeLines(handle):
             with memoryview(buffer) as view:
-                result += len(record_decoder.decode_lines(view[:size]))
+                result += len(record_decoder().decode_lines(view[:size]))
 elif what == ["sha"]:  # SHA-256 of every byte as the fold reads it, one hash: the chain's floor, no work per transaction
     import hashlib
     from eventlog.wholelines import WholeLines

@@ -5,7 +5,7 @@
 the state per event would make long logs slow. `evolve` is the pure form of the
 same rules, and `fold` is `reduce(evolve, events, empty)` done with one copy.
 `apply_records` is the same rules over a run of log records, commits included:
-the loop the store's fold runs, on records decoded as the light `FOLD_VIEWS`.
+the loop the store's fold runs, on records decoded as the light `fold_views()`.
 """
 
 from __future__ import annotations
@@ -83,32 +83,19 @@ def _seq_views() -> dict[type, type]:
     return seq_view_of
 
 
-FOLD_VIEWS: Any
-"""Every record type as the fold reads it: decode with `msgspec.json.Decoder(FOLD_VIEWS)` (built on first use)."""
-CommitView: Any
-"""The fold's view of a `TransactionCommitted` line (built on first use)."""
-
-
 def fold_views() -> Any:
-    """`FOLD_VIEWS`."""
+    """Every record type as the fold reads it, to decode with `msgspec.json.Decoder(fold_views())`; built on
+    first use and kept."""
     return _views().fold_views
 
 
 def commit_view() -> Any:
-    """`CommitView`."""
+    """The fold's view of a `TransactionCommitted` line; built on first use and kept."""
     return _views().commit_view
 
 
-def __getattr__(name: str) -> Any:
-    if name == "FOLD_VIEWS":
-        return fold_views()
-    if name == "CommitView":
-        return commit_view()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def fold_views_with(whole: tuple[type, ...]) -> Any:
-    """`FOLD_VIEWS` with every line's `seq`, and the record types in `whole` (commits among them, or not)
+    """`fold_views()` with every line's `seq`, and the record types in `whole` (commits among them, or not)
     decoded as the records themselves: for a reader that checks every seq or looks at what it folds
     (`apply_records` takes these views too)."""
     seq_view_of = _seq_views()
@@ -119,7 +106,7 @@ def apply_records(state: PlaybookState, records: list[Any]) -> None:
     """Apply whole committed transactions, given as their records in log order, in place.
 
     Each transaction is its events followed by its commit record; events and commits may
-    be the records themselves or their `FOLD_VIEWS`. Same result as `apply_transaction`
+    be the records themselves or their `fold_views()`. Same result as `apply_transaction`
     on each transaction; records after the last commit must not be passed.
     """
     views = _views()

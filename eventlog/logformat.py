@@ -351,9 +351,9 @@ def split_hash(line: bytes) -> tuple[bytes, bytes] | None:
 def decode_line(line: bytes) -> Any:
     """Decode one line; a well-formed record of a type this version does not know is an UnknownRecord."""
     try:
-        return registry.record_decoder.decode(line)
+        return registry.record_decoder().decode(line)
     except msgspec.ValidationError:
-        unknown = registry.unknown_decoder.decode(line)  # raises when it is not even a record
+        unknown = registry.unknown_decoder().decode(line)  # raises when it is not even a record
         if unknown.type in RECORD_TAGS:
             raise
         return unknown
@@ -362,7 +362,7 @@ def decode_line(line: bytes) -> Any:
 def decode_records(data: bytes) -> list[Any]:
     """The records of whole lines; a type this version does not know (a newer one's) is an UnknownRecord."""
     try:
-        return registry.record_decoder.decode_lines(data)
+        return registry.record_decoder().decode_lines(data)
     except DECODE_ERRORS:
         return [decode_line(line) for line in data.splitlines()]
 

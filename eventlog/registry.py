@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Union
 
 import msgspec
@@ -110,22 +111,19 @@ FAMILIES: dict[str, frozenset[str]] = {
 }
 
 AnyRecord: Any = Union[(*EVENT_TYPES, ev.TransactionCommitted)]
-record_decoder: msgspec.json.Decoder[Any]
-"""Decodes any line this version knows, as the full record (built on first use: see `__getattr__`)."""
-unknown_decoder: msgspec.json.Decoder[ev.UnknownRecord]
+@lru_cache(maxsize=1)
+def record_decoder() -> msgspec.json.Decoder[Any]:
+    """Decodes any line this version knows, as the full record; built on first use and kept.
+
+    Building it resolves the annotations of every record type, a good part of the import of the log's
+    machinery, which a command that reads no line does not need."""
+    return msgspec.json.Decoder(AnyRecord)
 
 
-def __getattr__(name: str) -> Any:
-    """The decoders, built on first use and kept: building one resolves the annotations of every record
-    type, a good part of the import of the log's machinery, which a command that reads no line does not need."""
-    if name == "record_decoder":
-        decoder: Any = msgspec.json.Decoder(AnyRecord)
-    elif name == "unknown_decoder":
-        decoder = msgspec.json.Decoder(ev.UnknownRecord)
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = decoder
-    return decoder
+@lru_cache(maxsize=1)
+def unknown_decoder() -> msgspec.json.Decoder[ev.UnknownRecord]:
+    """Decodes any record line as its type and seq only; built on first use and kept."""
+    return msgspec.json.Decoder(ev.UnknownRecord)
 
 
 def tag_of(record: ev.Record | ev.UnknownRecord) -> str:

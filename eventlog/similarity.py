@@ -31,10 +31,9 @@ def _rapidfuzz() -> Any:
     return fuzz
 
 
-def __getattr__(name: str) -> Any:
-    if name == "_fuzz":
-        return _rapidfuzz()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def rapidfuzz_installed() -> bool:
+    """Whether the optional rapidfuzz measure is available here."""
+    return _rapidfuzz() is not None
 
 
 RAPIDFUZZ = "rapidfuzz token_set+token_sort"

@@ -29,7 +29,7 @@ from . import registry
 from .evolve import apply_records, apply_transaction, commit_view, fold_views, fold_views_with
 from .files import DIR_MODE, FILE_MODE, SHARED_FILES
 from .logformat import (COMMIT, DECODE_ERRORS, NEWLINE_COMMIT, Link, Running, commit_hash_after, decode_line, digest_at,
-                        encode_line, feed, run_hash, split_hash, start, text, upgraded)
+                        encode_line, feed, run_hash, split_hash, start, upgraded)
 from .positions import Committed, Position, TornTail, Transaction, Written
 from .strict import StrictScan
 from .wholelines import CHUNK_SIZE, WholeLines
@@ -39,14 +39,9 @@ __all__ = [  # the line format's helpers, the position types and the file modes 
     "WholeLines", "Written", "decode_line", "encode_line", "split_hash",
 ]
 
-fold_decoder: msgspec.json.Decoder[Any]
-"""Decodes a line as the fold reads it (`eventlog.evolve.FOLD_VIEWS`); built on first use."""
-record_decoder: msgspec.json.Decoder[Any]
-"""`eventlog.registry.record_decoder`."""
-
-
 @lru_cache(maxsize=1)
-def _fold_decoder() -> msgspec.json.Decoder[Any]:
+def fold_decoder() -> msgspec.json.Decoder[Any]:
+    """Decodes a line as the fold reads it (`eventlog.evolve.fold_views`); built on first use and kept."""
     return msgspec.json.Decoder(fold_views())
 
 
@@ -105,7 +100,7 @@ class LogReader:
 
     def __iter__(self) -> Iterator[Transaction]:
         # A strict reader never decodes a chunk at once: it leaves the record decoder unbuilt.
-        for run in self.roads(None if self.strict else registry.record_decoder, TransactionCommitted):
+        for run in self.roads(None if self.strict else registry.record_decoder(), TransactionCommitted):
             if isinstance(run, Transaction):
                 yield run
             else:
@@ -147,7 +142,7 @@ class LogReader:
         reads to the end (then `torn` is set as by iteration) and returns False. Same checks
         as iteration; nothing of a chunk is applied before the chunk is checked.
         `observe`, when given, sees the records of what was applied, in the same pass: the
-        fold's light views (`CommitView` for a commit), but the types in `whole` as the records
+        fold's light views (`evolve.commit_view()` for a commit), but the types in `whole` as the records
         themselves.
         `seqs`: every line's seq is checked too, so that a log rewritten with a recomputed chain
         gets the strict reader's verdict (the fast road alone vouches for the chain and each
@@ -157,7 +152,7 @@ class LogReader:
             handle = open(self.path, "rb", buffering=0)
         except (FileNotFoundError, NotADirectoryError):
             return False
-        decoder = _fold_decoder() if observe is None and not seqs else _observing_decoder(whole)
+        decoder = fold_decoder() if observe is None and not seqs else _observing_decoder(whole)
         commit_type = TransactionCommitted if TransactionCommitted in whole else commit_view()
         with handle:
             while True:
@@ -345,12 +340,3 @@ def fold_log(
     if stopped or (torn is not None and until is not None and until < torn.offset + torn.length):
         torn = None  # the caller asked for the log up to `until`, not for what lies after it
     return state, reader.position, torn
-
-
-def __getattr__(name: str) -> Any:
-    """The decoders, built on first use."""
-    if name == "fold_decoder":
-        return _fold_decoder()
-    if name == "record_decoder":
-        return registry.record_decoder
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

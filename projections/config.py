@@ -85,6 +85,24 @@ def number_in_force(project: Path, key: str, default: float) -> tuple[float, flo
     return in_force, (None if in_force == mine else mine)
 
 
+def setting_switch(project: Path, key: str, default: bool) -> bool:
+    """A switch that shapes a projection: the environment variable `KEY` (1/0, true/false, yes/no, on/off),
+    else the project's settings file, else the user's, else `default`."""
+    raw = os.environ.get(key.upper(), "").strip().lower()
+    if raw in _TRUE | _FALSE:
+        return raw in _TRUE
+    found = default
+    for path in settings_paths(project):
+        value = read_settings(path).get(key)
+        if isinstance(value, bool):
+            found = value
+    return found
+
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
 def _number(given: object) -> float | None:
     if isinstance(given, (int, float)) and not isinstance(given, bool) and given >= 0:
         return float(given)

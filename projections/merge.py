@@ -174,7 +174,7 @@ def _last_commit(path: Path, offset: int) -> str:
         block = handle.read(offset - start)
     line = block[block.rfind(b"\n", 0, len(block) - 1) + 1 :]
     try:
-        record = record_decoder.decode(line)
+        record = record_decoder().decode(line)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return ""
     return record.tx if isinstance(record, TransactionCommitted) else ""

@@ -36,7 +36,7 @@ import msgspec
 
 from eventlog.domain import PlaybookState
 from eventlog.events import (KeyPointEvaluated, LearningCompleted, ModelCallRecorded, TransactionCommitted,
-                             UnknownRecord, record_view)
+                             UnknownRecord)
 from eventlog.evolve import apply
 from eventlog.fastread import RunReader
 from eventlog.registry import EVENT_TYPES, touched_names
@@ -163,7 +163,7 @@ class _Builder:
         rating by `_settle`), each commit closing its transaction (and the chunk, when it is full)."""
         current = self.current
         index, strings, known = current.index, current.strings, self.known
-        where, rated = self.state.where, self.rated
+        rated = self.rated
         ops, mask = self.ops, self.mask
         append = ops.append
         evaluated_view, evaluated = _EVALUATED

@@ -33,7 +33,7 @@ from eventlog.store import LogReader
 from eventlog.storage import commit_record, new_transaction
 
 from .quickroads import CHECKPOINT_DIR, SHOW_NAME
-from . import anchors, checkpoints
+from . import anchor_proof, anchors, checkpoints
 from .repository import PlaybookRepository
 
 Redact = Callable[[str], tuple[str, int]]
@@ -149,7 +149,7 @@ def purge(repo: PlaybookRepository, redact: Redact, reason: Literal["secrets", "
             # Every anchor the old log held past the first rewritten line is carried by this one from now on;
             # the rest are held still, or carried by a record the rewrite kept.
             carried = [head for head, line in held.items() if line >= seqs[0]]
-            anchors.record(log, anchor_file, rewrite=end.seq + 1, before=end.hash, carries=carried, root=repo.root)
+            anchor_proof.record(log, anchor_file, rewrite=end.seq + 1, before=end.hash, carries=carried, root=repo.root)
             anchored = True
     return Purged(seqs=seqs, redactions=redactions, head_before=end.hash, head_after=head_after,
                   record_seq=end.seq + 1, kept_original=str(keep_original) if keep_original else None,
@@ -169,7 +169,7 @@ def _checked_end(log: Path, anchor_file: Path) -> tuple[Position, dict[str, int]
     if reader.torn is not None:
         raise PlaybookError("the log ends with an unfinished write: run `playbook verify`, then purge again")
     try:
-        report = anchors.check(log, anchor_file)
+        report = anchor_proof.check(log, anchor_file)
     except anchors.AnchorFileError as exc:
         raise PlaybookError(f"nothing purged: {exc}") from exc
     if report.problem is not None:

@@ -15,7 +15,6 @@ so the hook finds what it needs by binary search and never reads the rest. With 
 from __future__ import annotations
 
 import math
-import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -23,7 +22,7 @@ import msgspec
 
 from eventlog.domain import PlaybookState
 
-from .config import read_settings, setting_number, settings_paths
+from .config import setting_number, setting_switch
 from .injection import injection_file
 from .quickroads import MAX_INDEX_BYTES, RECALL_FORMAT, terms
 
@@ -99,15 +98,8 @@ def build(state: PlaybookState, left_out: list[str], max_chars: int = DEFAULT_MA
 
 
 def recall_on(project: Path) -> bool:
-    raw = os.environ.get(RECALL_KEY.upper())
-    if raw is not None and raw.strip().lower() in {"0", "false", "no", "off", "1", "true", "yes", "on"}:
-        return raw.strip().lower() in {"1", "true", "yes", "on"}
-    on = True
-    for path in settings_paths(project):
-        value = read_settings(path).get(RECALL_KEY)
-        if isinstance(value, bool):
-            on = value
-    return on
+    """Whether per-prompt recall is on for `project` (`config.setting_switch`; on by default)."""
+    return setting_switch(project, RECALL_KEY, True)
 
 
 def recall_file(log_size: int, snapshot_mtime_ns: int, stamp: str, state: PlaybookState, left_out: list[str],

@@ -22,12 +22,11 @@ import msgspec
 from eventlog import events as ev
 from eventlog import logformat
 from eventlog.domain import KeyPoint, PlaybookState
-from eventlog.errors import CorruptLogError, PlaybookError
+from eventlog.errors import PlaybookError
 from eventlog.events import Event, TransactionCommitted, UnknownRecord
-from eventlog.evolve import apply_transaction
 from eventlog.registry import json_string, mentions
-from eventlog.checks import chained, hash_at
-from eventlog.store import LogReader, Position, Transaction, fold_log
+from eventlog.checks import chained
+from eventlog.store import Position, Transaction, fold_log
 
 from . import checkpoints
 from .quickroads import CHECKPOINT_DIR

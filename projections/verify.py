@@ -291,7 +291,8 @@ def only_behind(report: Report) -> bool:
 def verify_anchors(repo: PlaybookRepository, report: Report) -> None:
     """Add to `report` whether the log extends every head recorded in the anchors file, or its first line that
     differs. A log that no recorded anchor covers is a problem too: there is nothing to prove it by."""
-    from .anchors import AnchorFileError, anchors_path, check
+    from .anchor_proof import check
+    from .anchors import AnchorFileError, anchors_path
 
     path = anchors_path(repo.claude_dir)
     if any(problem.file == str(repo.log_path) for problem in report.problems):

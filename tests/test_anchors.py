@@ -53,7 +53,7 @@ def forge(log: Path, old: str, new: str) -> int:
     lines = log.read_bytes().splitlines()
     out, running, changed = [], 0, 0
     for number, raw in enumerate(lines, 1):
-        record = record_decoder.decode(raw)
+        record = record_decoder().decode(raw)
         if isinstance(record, KeyPointAdded) and record.text == old:
             record, changed = msgspec.structs.replace(record, text=new), number
         line, running = encode_line(record, running)

@@ -24,7 +24,8 @@ import pytest
 from eventlog.events import LearningCompleted, LearningRequested, ModelCallRecorded
 from playbook.learner.bootstrap import sessions, transcripts_dir
 from playbook.commands.cli import main
-from playbook.learner.learn import learn_pending, request_learning
+from playbook.learner.learn import learn_pending
+from playbook.learner.requests import request_learning
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, Reply, request_texts
 from tests.test_learning import REFLECTION, models, project, use  # noqa: F401

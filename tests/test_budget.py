@@ -11,7 +11,8 @@ from pathlib import Path
 from eventlog.events import LearningCompleted, LearningDeferred, ModelCallRecorded
 from playbook.commands.cli import main
 from playbook.learner.bootstrap import transcripts_dir
-from playbook.learner.learn import learn_pending, request_learning
+from playbook.learner.learn import learn_pending
+from playbook.learner.requests import request_learning
 from projections import usage
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic

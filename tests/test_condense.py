@@ -20,7 +20,8 @@ import pytest
 from benchmarks.condense import TARGET_RATIO, measure
 from playbook.learner.condense import CONDENSED, PLAIN, Caps
 from playbook.learner.bootstrap import transcripts_dir
-from playbook.learner.learn import learn_pending, request_learning
+from playbook.learner.learn import learn_pending
+from playbook.learner.requests import request_learning
 from playbook.learner.transcript import read_transcript
 from tests.fake_anthropic import FakeAnthropic, request_texts
 from tests.test_learning import models, project, use  # noqa: F401

@@ -56,7 +56,7 @@ from eventlog.events import LearningSkipped, TailRepaired
 from eventlog.evolve import apply_transaction
 from eventlog.store import LogReader, Position
 from playbook.learner.bootstrap import transcripts_dir
-from playbook.learner.learn import request_learning
+from playbook.learner.requests import request_learning
 from projections.repository import PlaybookRepository
 from projections.snapshot import read_snapshot, render
 from projections.verify import verify

@@ -20,7 +20,7 @@ def precision_recall(using: str, threshold: float) -> tuple[float, float]:
 
 
 def methods() -> list[str]:
-    return [similarity.LEXICAL] + ([similarity.RAPIDFUZZ] if similarity._fuzz is not None else [])
+    return [similarity.LEXICAL] + ([similarity.RAPIDFUZZ] if similarity.rapidfuzz_installed() else [])
 
 
 def test_the_labelled_set_has_over_200_pairs_of_every_kind():
@@ -30,7 +30,7 @@ def test_the_labelled_set_has_over_200_pairs_of_every_kind():
 
 @pytest.mark.parametrize("using", [similarity.LEXICAL, similarity.RAPIDFUZZ])
 def test_each_default_threshold_is_the_lowest_with_precision_at_least_095(using):
-    if using == similarity.RAPIDFUZZ and similarity._fuzz is None:
+    if using == similarity.RAPIDFUZZ and not similarity.rapidfuzz_installed():
         pytest.skip("rapidfuzz is not installed (the dedup extra)")
     # Merging two lessons that differ loses one, so precision comes first: the default is the lowest
     # threshold of the grid that keeps precision at MIN_PRECISION or above (the most recall at that precision).

@@ -27,7 +27,8 @@ import pytest
 from playbook.api import apply_structured_operations, load_playbook, prune_harmful, save_playbook, update_playbook_data
 from playbook.commands.cli import main
 from playbook.learner.bootstrap import transcripts_dir
-from playbook.learner.learn import learn_pending, request_learning
+from playbook.learner.learn import learn_pending
+from playbook.learner.requests import request_learning
 from tests.fake_anthropic import FakeAnthropic, reply_text, request_texts
 
 GOLDEN = Path(__file__).parent / "golden" / "replay"

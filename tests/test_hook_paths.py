@@ -13,7 +13,7 @@ import pytest
 
 from eventlog.errors import StorageError
 from playbook.learner.bootstrap import transcripts_dir
-from playbook.learner.learn import LEARN_LOCK, LEARN_LOG, learning_lock, request_learning, spawn_learner
+from playbook.learner.requests import LEARN_LOCK, LEARN_LOG, learning_lock, request_learning, spawn_learner
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -91,7 +91,7 @@ def hostile(tmp_path) -> tuple[Path, Path, Path, Path]:
 
 def wait_for_learners(project: Path, timeout: float = 60) -> None:
     """The learners the hooks started finish (with no API key each records why it skipped)."""
-    from playbook.learner.learn import learning_lock
+    from playbook.learner.requests import learning_lock
 
     repo = PlaybookRepository(project / ".claude")
     deadline = time.monotonic() + timeout

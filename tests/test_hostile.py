@@ -57,8 +57,10 @@ from eventlog.store import LogReader
 from playbook.commands import cli
 from playbook.wiring.hooks import run_hook
 from playbook.wiring.install import hook_command
-from playbook.learner.learn import learn_pending, request_learning
-from playbook.learner.transcript import TranscriptError, claude_config_dir, read_transcript
+from playbook.learner.learn import learn_pending
+from playbook.learner.requests import request_learning
+from playbook.learner.sessions import claude_config_dir
+from playbook.learner.transcript import TranscriptError, read_transcript
 from projections.quickroads import project_slug
 from projections.repository import PlaybookRepository
 from projections.verify import verify
@@ -214,7 +216,7 @@ def test_every_bad_hook_stdin_in_process(hook_sandbox, event):
     env = {"CLAUDE_PROJECT_DIR": str(project), "CLAUDE_CONFIG_DIR": str(config), "HOME": str(config.parent),
            "PLAYBOOK_UPDATE_ON_EXIT": "1", "PLAYBOOK_UPDATE_ON_CLEAR": "1"}
     messages = {}
-    with mock.patch.dict(os.environ, env), mock.patch("playbook.learner.learn.spawn_learner") as spawn:
+    with mock.patch.dict(os.environ, env), mock.patch("playbook.learner.requests.spawn_learner") as spawn:
         for name, stdin in BAD_STDIN.items():
             out, err = call_hook(event, stdin)
             assert_one_clean_line(err, name)
@@ -265,7 +267,7 @@ def test_any_hook_object_is_handled_in_process(hook_sandbox, payload, event):
     before = log_bytes(project)
     env = {"CLAUDE_PROJECT_DIR": str(project), "CLAUDE_CONFIG_DIR": str(config), "HOME": str(config.parent),
            "PLAYBOOK_UPDATE_ON_EXIT": "1", "PLAYBOOK_UPDATE_ON_CLEAR": "1"}
-    with mock.patch.dict(os.environ, env), mock.patch("playbook.learner.learn.spawn_learner") as spawn:
+    with mock.patch.dict(os.environ, env), mock.patch("playbook.learner.requests.spawn_learner") as spawn:
         out, err = call_hook(event, json.dumps(payload).encode())
     assert_one_clean_line(err, payload)
     assert log_bytes(project) == before, payload
@@ -318,7 +320,7 @@ def sandbox(tmp_path, monkeypatch) -> Iterator[tuple[Path, Path, list]]:
     monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
     monkeypatch.setenv("PLAYBOOK_UPDATE_ON_EXIT", "1")
     spawned: list = []
-    monkeypatch.setattr("playbook.learner.learn.spawn_learner", spawned.append)
+    monkeypatch.setattr("playbook.learner.requests.spawn_learner", spawned.append)
     yield project, config, spawned
 
 

@@ -302,7 +302,7 @@ def test_verify_names_a_transaction_replayed_under_a_recomputed_chain_as_damage(
     repo = seeded(project, "use pathlib for paths", "run the tests first")
     assert cli(project, "rm", "pat-001").returncode == 0
     log = repo.log_path
-    records = [record_decoder.decode(raw) for raw in log.read_bytes().splitlines()]
+    records = [record_decoder().decode(raw) for raw in log.read_bytes().splitlines()]
     added = [record for record in records if record.tx == records[0].tx]
     # the first transaction's lines copied after the log, re-numbered and the whole chain recomputed: every line
     # checks out, and the key point the user removed is back

@@ -16,7 +16,8 @@ from eventlog.events import Cause, CurationHeld, KeyPointAbsorbed, KeyPointDelet
 from eventlog.events import KeyPointsMerged
 from eventlog.events import LearningCompleted
 from playbook.learner.bootstrap import transcripts_dir
-from playbook.learner.learn import learn_pending, request_learning
+from playbook.learner.learn import learn_pending
+from playbook.learner.requests import request_learning
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, Reply, reply_text, request_texts
 

@@ -18,7 +18,8 @@ from eventlog.events import Cause, KeyPointAdded, KeyPointEvaluated, LearningCom
 from eventlog.events import LearningSkipped
 from playbook.learner.bootstrap import transcripts_dir
 from playbook.commands.cli import main
-from playbook.learner.learn import learn_pending, request_learning
+from playbook.learner.learn import learn_pending
+from playbook.learner.requests import request_learning
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, Reply, reply_error, reply_text, request_texts
 

@@ -15,7 +15,8 @@ from eventlog.decide import ApplyOperations
 from eventlog.events import Cause
 from playbook.commands.merging import merge_file
 from playbook.learner.bootstrap import transcripts_dir
-from playbook.learner.learn import learn_pending, request_learning
+from playbook.learner.learn import learn_pending
+from playbook.learner.requests import request_learning
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, reply_text, request_texts
 

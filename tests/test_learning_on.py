@@ -14,7 +14,8 @@ import pytest
 from eventlog.events import LearningFailed, LearningGivenUp, PlaybookDisabled, PlaybookEnabled
 from playbook.commands.cli import main
 from playbook.learner.bootstrap import transcripts_dir
-from playbook.learner.learn import learn_pending, request_learning
+from playbook.learner.learn import learn_pending
+from playbook.learner.requests import request_learning
 from playbook.wiring.settings import Settings, load_settings
 from projections.quickroads import notice_path
 from projections.repository import PlaybookRepository

@@ -19,7 +19,8 @@ from eventlog.decide import ApplyOperations
 from eventlog.errors import StorageError
 from eventlog.events import Cause
 from playbook.learner.bootstrap import transcripts_dir
-from playbook.learner.learn import learn_pending, request_learning
+from playbook.learner.learn import learn_pending
+from playbook.learner.requests import request_learning
 from playbook.wiring import hooks
 from playbook.wiring.notice import FAILING_IN_A_ROW
 from playbook.quick.notices import change_notice, mark_shown
@@ -298,7 +299,7 @@ def test_a_hook_that_cannot_write_keeps_why_for_the_next_session_start_and_the_l
         log = project / ".claude" / "playbook.events.jsonl"
         raise StorageError.failed("append to", log, OSError(errno.ENOSPC, "No space left on device"))
 
-    monkeypatch.setattr("playbook.learner.learn.request_learning", full)
+    monkeypatch.setattr("playbook.learner.requests.request_learning", full)
     payload = json.dumps({"session_id": "s1", "transcript_path": str(transcript(config, "s1"))})
     assert hooks.run_hook("SessionEnd", io.StringIO(payload)) == 0
     assert "No space left on device" in (project / ".claude" / "playbook.learn.log").read_text()
@@ -311,7 +312,7 @@ def test_a_hook_that_cannot_write_keeps_why_for_the_next_session_start_and_the_l
     monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-disk")
-    monkeypatch.setattr("playbook.learner.learn.spawn_learner", lambda project: None)
+    monkeypatch.setattr("playbook.learner.requests.spawn_learner", lambda project: None)
     assert hooks.run_hook("SessionEnd", io.StringIO(payload)) == 0
     assert "storage" not in read_notice(project)
 

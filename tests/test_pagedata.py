@@ -12,6 +12,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+import eventlog.registry
 import eventlog.store
 from eventlog.commands import ModelCall, RecordModelCalls
 from eventlog.decide import ApplyOperations, CompleteLearning, RequestLearning
@@ -104,7 +105,7 @@ def test_progress_is_told_the_bytes_read_up_to_the_whole_log(every_cause, monkey
 
 def test_runs_are_the_transactions_the_strict_reader_reads(every_cause, monkeypatch):
     monkeypatch.setattr(eventlog.store, "CHUNK_SIZE", 300)
-    records = [record for run in RunReader(every_cause.log_path).runs(eventlog.store.record_decoder) for record in run]
+    records = [record for run in RunReader(every_cause.log_path).runs(eventlog.registry.record_decoder()) for record in run]
     assert records == [record for t in LogReader(every_cause.log_path, strict=True) for record in [*t.events, t.commit]]
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from eventlog.events import LearningSkipped
-from playbook.learner.learn import learn_pending, request_learning
+from playbook.learner.learn import learn_pending
+from playbook.learner.requests import request_learning
 from playbook.wiring.settings import load_settings, never_learn_match
 from playbook.learner.transcript import read_transcript, without_private
 from projections.quickroads import project_slug

@@ -17,8 +17,9 @@ import pytest
 
 from playbook.commands.cli import main
 from playbook.learner.bootstrap import transcripts_dir
-from playbook.learner.lean import lean_settings
-from playbook.learner.learn import learn_pending, request_learning
+from playbook.wiring.settings import lean_settings
+from playbook.learner.learn import learn_pending
+from playbook.learner.requests import request_learning
 from playbook.wiring.project import user_repository
 from playbook.wiring.settings import LEAN_PROTECTIVE, Settings, load_settings, resolve_settings
 from projections.protective import COMBINE

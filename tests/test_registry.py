@@ -48,7 +48,7 @@ def test_a_merge_touches_its_result_and_its_sources_and_decodes_as_itself():
     merged = ev.KeyPointsMerged(section="OTHERS", name="oth-3", text="t", sources=["oth-1", "oth-2"], helpful=0,
                                 harmful=0)
     assert touched_names(merged) == {"oth-1", "oth-2", "oth-3"}
-    assert record_decoder.decode(msgspec.json.encode(merged)) == merged
+    assert record_decoder().decode(msgspec.json.encode(merged)) == merged
 
 
 def test_an_event_mentions_the_names_it_touches_or_cites_and_no_other():

@@ -31,9 +31,11 @@ from eventlog.events import (
 from eventlog.evolve import fold
 from playbook.learner import review
 from playbook.commands.audit import revert
-from playbook.learner.lean import LeanSettings, curation_commands
+from playbook.learner.lean import curation_commands
+from playbook.wiring.settings import LeanSettings
 from playbook.learner.bootstrap import transcripts_dir
-from playbook.learner.learn import learn_pending, request_learning
+from playbook.learner.learn import learn_pending
+from playbook.learner.requests import request_learning
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic
 from tests.test_learning import CURATION, FIXTURES, models, use
@@ -316,6 +318,30 @@ class ReviewMachine(RuleBasedStateMachine):
         state = self.repo.state()
         assert _content(state) == _content(self.model)
         assert list(state.proposals) == list(self.pending)
+
+
+def test_a_refused_proposal_does_not_keep_an_accepted_near_duplicate_from_being_absorbed(tmp_path):
+    """A cycle proposes an ADD near a key point and a DELETE of it; an earlier cycle's accepted UPDATE makes the
+    DELETE refused. What is accepted is then the ADD alone, so it is absorbed as a direct cycle's would be."""
+    repo = _repo(tmp_path)
+    now = datetime.now(timezone.utc).isoformat()
+    for prefix, operations in (
+            ("c1", [{"type": "UPDATE", "target_id": "pat-002", "text": TEXTS[3]}]),
+            ("c2", [{"type": "ADD", "text": "alpha", "section": SECTION},
+                    {"type": "ADD", "text": TEXTS[2], "section": SECTION},
+                    {"type": "DELETE", "target_id": "pat-002"}])):
+        repo.append(review.cycle_commands([], operations, prefix=prefix, request=None, held=None, now=now,
+                                          max_age_days=1.0), Cause(source="test"))
+    expected = repo.state().copy()
+    expected = direct(expected, [{"type": "UPDATE", "target_id": "pat-002", "text": TEXTS[3]}])
+    expected = direct(expected, [{"type": "ADD", "text": "alpha", "section": SECTION},
+                                 {"type": "ADD", "text": TEXTS[2], "section": SECTION}])
+
+    outcomes = {d.id: d.outcome for d in review.accept_all(repo)}
+
+    assert outcomes == {"c1-1": "accepted", "c2-1": "accepted", "c2-2": "accepted", "c2-3": "refused"}
+    assert _content(repo.state()) == _content(expected)
+    assert [kp.text for _s, kp in repo.state().entries()].count(TEXTS[2]) == 0, "the near-duplicate was absorbed"
 
 
 # A fixed set of examples in CI, so a run is judged by the code alone; REVIEW_RANDOM=1 explores new ones.

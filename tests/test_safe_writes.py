@@ -25,7 +25,7 @@ ALLOWED: dict[tuple[str, str | None], str] = {
     ("playbook/learner/claude_cli.py", "ask"):
         "tempfile.TemporaryDirectory, the model CLI's working directory: a new directory mkdtemp makes in the "
         "system's temporary directory (created exclusively, mode 0700), under a name no repository chose",
-    ("playbook/learner/transcript.py", "_nonblocking"):
+    ("playbook/learner/lines.py", "_nonblocking"):
         "the opener of `open(path, 'rb', opener=...)`, which reads a transcript: its flags are the read-only "
         "ones `open` passes for 'rb' (the scan cannot see them), with O_NONBLOCK added",
 }

@@ -21,7 +21,8 @@ from eventlog.evolve import fold
 from playbook.learner.bootstrap import transcripts_dir
 from playbook.commands.audit import revert
 from playbook.commands.cli import main
-from playbook.learner.learn import learn_pending, request_learning
+from playbook.learner.learn import learn_pending
+from playbook.learner.requests import request_learning
 from playbook.rendering.report import fate_text
 from projections.repository import PlaybookRepository
 from projections.timeline import Fate, Timeline

@@ -198,7 +198,8 @@ def _learner(project: str, config_dir: str, result_dir: str, worker: int, env: d
         _child_setup(env)
         import playbook.learner.models  # noqa: F401 - the anthropic SDK loads before the clock starts
         from playbook.learner.bootstrap import transcripts_dir
-        from playbook.learner.learn import learn_pending, request_learning
+        from playbook.learner.learn import learn_pending
+        from playbook.learner.requests import request_learning
 
         fixture = FIXTURE.read_text()
         transcripts = transcripts_dir(Path(project), Path(config_dir))

@@ -300,7 +300,7 @@ def test_unreadable_path_is_an_error(tmp_path, monkeypatch):
         def refuse(*args: object, **kwargs: object) -> None:
             raise PermissionError(13, "Permission denied", str(path))
 
-        monkeypatch.setattr("playbook.learner.transcript.open", refuse, raising=False)
+        monkeypatch.setattr("playbook.learner.lines.open", refuse, raising=False)
     try:
         with pytest.raises(TranscriptError, match=r"t\.jsonl: Permission denied"):
             read_transcript(path)

@@ -12,7 +12,8 @@ import pytest
 from eventlog.events import LearningCompleted, LearningFailed, ModelCallRecorded
 from playbook.commands.cli import main
 from playbook.learner.bootstrap import transcripts_dir
-from playbook.learner.learn import learn_pending, request_learning
+from playbook.learner.learn import learn_pending
+from playbook.learner.requests import request_learning
 from projections.prices import PRICES_AS_OF, estimate
 from tests.fake_anthropic import FakeAnthropic, Reply, reply_error, reply_text, request_texts
 from tests.test_learning import CURATION, FIXTURES, REFLECTION, project, transactions, use  # noqa: F401

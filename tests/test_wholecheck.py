@@ -229,7 +229,7 @@ def test_a_transaction_replayed_under_a_recomputed_chain_is_named_alike_on_every
     from eventlog.registry import record_decoder
     from eventlog.store import encode_line
 
-    records = [record_decoder.decode(raw) for raw in GOLDEN.read_bytes().splitlines()]
+    records = [record_decoder().decode(raw) for raw in GOLDEN.read_bytes().splitlines()]
     copied = [record for record in records if record.tx == records[0].tx]
     replayed = [msgspec.structs.replace(record, seq=len(records) + i + 1) for i, record in enumerate(copied)]
     lines, running = [], 0

@@ -20,7 +20,6 @@ from eventlog.errors import PlaybookError
 from eventlog.events import Cause, Event, KeyPointImported, LearningCompleted, LearningFailed, LearningRequested
 from eventlog.events import LearningSkipped, OperationSkipped, PlaybookImported, TransactionCommitted
 from eventlog.events import LearningGivenUp, ModelCallRecorded, UnknownRecord
-from eventlog.evolve import apply_transaction
 from eventlog.registry import FAMILIES, SHORT_NAMES, TAGS, mentions, tag_of
 from eventlog.store import Committed, LogReader, Transaction
 from eventlog.wholecheck import parallel_fold

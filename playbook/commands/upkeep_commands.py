@@ -89,7 +89,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def cmd_anchor(args: argparse.Namespace) -> int:
     from eventlog.errors import CorruptLogError
-    from projections.anchors import AnchoredLogDiffers, AnchorFileError, anchors_path, record
+    from projections.anchor_proof import AnchoredLogDiffers, record
+    from projections.anchors import AnchorFileError, anchors_path
 
     repo = playbook_of(args)
     path = anchors_path(repo.claude_dir)

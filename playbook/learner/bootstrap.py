@@ -28,9 +28,11 @@ from eventlog.events import Cause
 from projections.injection import estimate_tokens
 from projections.repository import PlaybookRepository
 
-from .learn import Outcome, budget_spent, learning_lock, run_cycle
+from .budget import budget_spent
+from .learn import Outcome, run_cycle
+from .requests import learning_lock
 from .made_here import note, noted
-from .transcript import project_slugs
+from .sessions import project_slugs
 from playbook.quick.stops import Terminated
 from playbook.wiring.project import repository
 

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from eventlog import similarity
-from eventlog.collapse import DEFAULT_MAX_REMOVED_SHARE, DEFAULT_MAX_SHRINK_SHARE, HoldCuration, Limits, collapse_reason, loss
+from eventlog.collapse import HoldCuration, Limits, collapse_reason, loss
 from eventlog.commands import Absorb
 from eventlog.decide import ApplyOperations, Command, Evaluate, SweepStale, decide
 from eventlog.domain import PlaybookState
 from eventlog.events import Cause, Event
 from eventlog.evolve import fold
-from projections.config import setting_number
 from projections.injection import Injection, injection_budget, plan
 from projections.repository import PlaybookRepository
+
+from playbook.wiring.settings import LeanSettings
 
 
 class _Output(msgspec.Struct):
@@ -51,31 +51,6 @@ def left_out_state(repo: PlaybookRepository) -> PlaybookState:
     """The playbook now, keeping only the key points the budget leaves out of the injection."""
     state = repo.state()
     return _only(state, set(current_plan(repo, state).left_out))
-
-
-# --- settings of the lean context -------------------------------------------------------------------
-
-
-class LeanSettings(msgspec.Struct, frozen=True):
-    """The learner's side of the lean context (each a setting of the same name, see README)."""
-
-    stale_after: int = 20
-    retire_after: int = 60
-    max_removed_share: float = DEFAULT_MAX_REMOVED_SHARE
-    max_shrink_share: float = DEFAULT_MAX_SHRINK_SHARE
-    dedup_threshold: float | None = None
-
-
-def lean_settings(project: Path) -> LeanSettings:
-    defaults = LeanSettings()
-    threshold = setting_number(project, "playbook_dedup_threshold", -1.0)
-    return LeanSettings(
-        stale_after=int(setting_number(project, "playbook_stale_after_sessions", defaults.stale_after)),
-        retire_after=int(setting_number(project, "playbook_retire_after_sessions", defaults.retire_after)),
-        max_removed_share=setting_number(project, "playbook_collapse_max_removed_share", defaults.max_removed_share),
-        max_shrink_share=setting_number(project, "playbook_collapse_max_shrink_share", defaults.max_shrink_share),
-        dedup_threshold=threshold if 0 < threshold <= 1 else None,
-    )
 
 
 # --- the learner's hooks: collapse guard, near-duplicates of what the curator adds, staleness ----------

@@ -17,13 +17,7 @@ failures it is recorded as given up. `playbook learn --retry` tries at once.
 
 from __future__ import annotations
 
-import fcntl
 import os
-import subprocess
-import sys
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,33 +26,31 @@ import msgspec
 
 from eventlog.commands import ModelCall
 from eventlog.decide import CompleteLearning, DeferLearning, Evaluate, FailLearning, Prune, RecordModelCalls
-from eventlog.decide import RequestLearning, SkipLearning, decide
+from eventlog.decide import SkipLearning, decide
 from eventlog.decide import decide_all
 from eventlog.domain import PendingLearning, PlaybookState
-from eventlog.errors import PlaybookError, StorageError
+from eventlog.errors import PlaybookError
 from eventlog.events import Cause
 from eventlog.evolve import fold
-from eventlog.safefiles import create, directory
 from eventlog.storage import utc_now
-from projections.quickroads import LEARN_LOG_NAME
 from projections.repository import PlaybookRepository
 
-from .lean import LeanSettings, curation_commands, current_plan, lean_settings, sweep_stale
+from .lean import curation_commands, current_plan, sweep_stale
 from .review import cycle_commands
 from playbook.wiring.project import claude_dir, repository
 from .retries import due, env_number, max_attempts, next_try
-from playbook.wiring.settings import Settings, load_settings, never_learn_match
-from .made_here import made_here, note
-from .transcript import Transcript, TranscriptError, cited_ids, claude_config_dir, inside_project_sessions
-from .transcript import nothing_to_learn, project_sessions, read_transcript
+from playbook.wiring.settings import LeanSettings, Settings, lean_settings, load_settings, never_learn_match
+from .made_here import made_here
+from .budget import Spent, budget_spent
+from .requests import learning_lock
+from .sessions import claude_config_dir, inside_project_sessions, project_sessions
+from .transcript import Transcript, TranscriptError, cited_ids, nothing_to_learn, read_transcript
 from .user_level import learn_preferences, split_preferences
 
 if TYPE_CHECKING:
     from .backend import ModelConfig
 
 DEFAULT_DEADLINE = 300.0
-LEARN_LOCK = "playbook.learn.lock"
-LEARN_LOG = LEARN_LOG_NAME
 
 
 class Outcome(msgspec.Struct, frozen=True):
@@ -67,51 +59,6 @@ class Outcome(msgspec.Struct, frozen=True):
     request: str
     status: str
     detail: str = ""
-
-
-def request_learning(project: Path, hook: str, transcript: str, session: str | None, reason: str | None = None) -> str:
-    """Record a learning request in the log, noted first as made on this machine; durable when it returns.
-    Returns its id."""
-    request = uuid.uuid4().hex[:16]
-    note(project, request, transcript)
-    repository(project).append(
-        [RequestLearning(request=request, hook=hook, transcript=transcript, session=session, reason=reason)],
-        Cause(source=f"hook:{hook}", session=session),
-    )
-    return request
-
-
-def spawn_learner(project: Path) -> None:
-    """Start `playbook learn --pending` for `project`, detached: it outlives the hook and Claude Code.
-
-    Its output goes to `.claude/playbook.learn.log`, appended to without following a link (`eventlog.safefiles`)."""
-    with directory(claude_dir(project), project, create=True) as dir_fd:
-        fd = create(dir_fd, LEARN_LOG, append=True)
-    with os.fdopen(fd, "ab") as log:
-        subprocess.Popen(
-            # -I: the learner runs in the project's directory, whose own `playbook/` must not be imported.
-            [sys.executable, "-I", "-m", "playbook", "--project", str(project), "learn", "--pending"],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,
-            cwd=str(project),
-        )
-
-
-@contextmanager
-def learning_lock(project: Path) -> Iterator[None]:
-    """Hold the project's learner lock (`.claude/playbook.learn.lock`, blocking): one learner at a time.
-
-    Follows no link (`eventlog.safefiles`): a lock a repository carries as a link is a `StorageError`, one line."""
-    path = claude_dir(project) / LEARN_LOCK
-    try:
-        with directory(path.parent, project, create=True) as dir_fd:
-            fd = create(dir_fd, LEARN_LOCK, read=True)
-    except OSError as exc:
-        raise StorageError.failed("lock", path, exc) from exc
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
 
 
 def _deadline() -> float:
@@ -169,30 +116,6 @@ def waiting_for_retry(project: Path) -> list[tuple[PendingLearning, datetime | N
     """Pending requests that failed before, with when each is due again."""
     state = repository(project).state()
     return [(p, next_try(p)) for p in state.pending.values() if p.attempts]
-
-
-class Spent(msgspec.Struct, frozen=True):
-    """The day's token budget is spent: what was used, of how much, and what was already deferred today."""
-
-    used: int
-    budget: int
-    deferred: frozenset[str]
-
-    @property
-    def reason(self) -> str:
-        return (f"daily token budget reached ({self.used:,} of {self.budget:,} tokens today, UTC); learned "
-                "tomorrow, or now with playbook learn --ignore-budget")
-
-
-def budget_spent(repo: PlaybookRepository) -> Spent | None:
-    """Spent when today's model calls used `playbook_daily_token_budget` tokens or more; None while some is left."""
-    from projections.usage import spent_on
-
-    budget = int(load_settings(repo.claude_dir.parent).playbook_daily_token_budget)
-    if budget <= 0:
-        return None
-    day = spent_on(repo)
-    return Spent(day.tokens, budget, day.deferred) if day.tokens >= budget else None
 
 
 def defer(repo: PlaybookRepository, waiting: list[PendingLearning], spent: Spent) -> list[Outcome]:

@@ -28,8 +28,9 @@ from eventlog.evolve import fold
 from eventlog.storage import utc_now
 from projections.repository import PlaybookRepository
 
-from .lean import absorbing, guarded, lean_settings
-from playbook.wiring.settings import load_settings
+from playbook.wiring.settings import lean_settings, load_settings
+
+from .lean import absorbing, guarded
 
 Outcome = Literal["accepted", "refused", "held", "rejected"]
 
@@ -149,15 +150,23 @@ def edited_operation(operation: Any, text: str) -> dict[str, Any]:
 def _accept(repo: PlaybookRepository, wanted: list[tuple[PendingProposal, dict[str, Any] | None]], cause: Cause) -> list[Decision]:
     """Accept `wanted` (proposal, edited operation or None) together, as one direct cycle's reply."""
     settings = lean_settings(repo.claude_dir.parent)
-    # The accepted operations together are the reply a direct cycle would have applied: none of them adds
-    # into an entry another of them changes.
-    absorb = sparing(absorbing(settings), [edited if edited is not None else p.operation for p, edited in wanted])
+
+    def accepted(events: list[Event]) -> list[Any]:
+        return [edited if edited is not None else p.operation for p, edited in wanted
+                if any(isinstance(e, ProposalAccepted) and e.proposal == p.proposal for e in events)]
 
     def decider(fresh: PlaybookState) -> list[Event]:
-        accepting = decide_all(fresh, [AcceptProposal(proposal=p.proposal, edited=edited, absorb=absorb)
-                                       for p, edited in wanted])
-        operations = [edited if edited is not None else p.operation for p, edited in wanted
-                      if any(isinstance(e, ProposalAccepted) and e.proposal == p.proposal for e in accepting)]
+        # The accepted operations together are the reply a direct cycle would have applied: none of them adds
+        # into an entry another of them changes. Which are accepted is known only once they are decided, and a
+        # refused one must not spare its target, so the sparing is decided again until it is the accepted ones'.
+        operations = [edited if edited is not None else p.operation for p, edited in wanted]
+        for _round in range(len(wanted) + 1):
+            absorb = sparing(absorbing(settings), operations)
+            accepting = decide_all(fresh, [AcceptProposal(proposal=p.proposal, edited=edited, absorb=absorb)
+                                           for p, edited in wanted])
+            if accepted(accepting) == operations:
+                break
+            operations = accepted(accepting)
         held = guarded(fresh, accepting, operations, settings)
         if held is not None:
             # Held as a direct cycle's reply would be; the refusals stand, the rest stay pending.

@@ -30,10 +30,8 @@ What is read is condensed for the models by `playbook.learner.condense` (`CONDEN
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -41,15 +39,13 @@ from typing import Any, Literal
 import msgspec
 
 from eventlog.domain import SECTION_SLUGS
-from eventlog.errors import PlaybookError
 from eventlog.values import NothingToLearn
-from projections.quickroads import project_slug
 
 from .condense import CONDENSED, Caps, Reading, tool_result, tool_use
+from .lines import BrokenLine, TranscriptError, lines_of, open_transcript, record_of
 
-__all__ = ["Message", "PLUGIN", "PLUGIN_COMMANDS", "Transcript", "TranscriptError", "cited_ids", "claude_config_dir",
-           "inside_project_sessions", "nothing_to_learn", "project_sessions", "project_slugs", "read_transcript",
-           "without_private"]
+__all__ = ["Message", "PLUGIN", "PLUGIN_COMMANDS", "Transcript", "TranscriptError", "cited_ids", "nothing_to_learn",
+           "read_transcript", "without_private"]
 
 PLUGIN = "event-sourced-playbook"
 """The plugin's name (`.claude-plugin/plugin.json`): Claude Code names its commands `/PLUGIN:NAME`."""
@@ -74,10 +70,6 @@ _PRIVATE = re.compile(r"<private\s*>.*?(?:</private\s*>|\Z)", re.IGNORECASE | re
 PRIVATE_MARK = "[private]"
 
 
-class TranscriptError(PlaybookError):
-    """The transcript's path cannot be read (missing, unreadable, a directory)."""
-
-
 class Message(msgspec.Struct, frozen=True):
     role: Literal["user", "assistant"]
     content: str
@@ -92,58 +84,6 @@ class Transcript(msgspec.Struct, frozen=True):
     own_commands: list[str] = []
     """The plugin's own commands (`show`, `why`, ...) the session ran before its first request (all of them when
     it has none), in order, each once."""
-
-
-class _Broken(Exception):
-    """A line that is not a readable record."""
-
-
-# -- lines ---------------------------------------------------------------------
-
-
-def _lines(handle: Any, max_line_bytes: int) -> Iterator[tuple[bytes | None, bool]]:
-    """(line, terminated) for each line; line is None when longer than max_line_bytes.
-
-    A line too long is skipped in pieces, never held whole in memory.
-    """
-    while True:
-        chunk = handle.readline(max_line_bytes + 1)
-        if not chunk:
-            return
-        if len(chunk) > max_line_bytes and not chunk.endswith(b"\n"):
-            terminated = False
-            while True:
-                more = handle.readline(1 << 20)
-                if not more:
-                    break
-                if more.endswith(b"\n"):
-                    terminated = True
-                    break
-            yield None, terminated
-        else:
-            yield chunk, chunk.endswith(b"\n")
-
-
-def _decode(line: bytes | None) -> dict[str, Any]:
-    if line is None:
-        raise _Broken("line too long")
-    line = line.strip()
-    if not line:
-        raise _Broken("empty line")
-    try:
-        record = msgspec.json.decode(line)
-    except RecursionError as exc:
-        raise _Broken("nested too deeply") from exc
-    except msgspec.DecodeError:
-        # msgspec rejects lone UTF-16 surrogate escapes ("\ud83d"), which Node writes
-        # when it slices a string mid-pair; the standard library takes them.
-        try:
-            record = json.loads(line.decode("utf-8"))
-        except (ValueError, RecursionError) as exc:
-            raise _Broken("not JSON") from exc
-    if not isinstance(record, dict):
-        raise _Broken("not a JSON object")
-    return record
 
 
 # -- records -------------------------------------------------------------------
@@ -266,15 +206,15 @@ def _turn(record: dict[str, Any], subagent: bool) -> tuple[bool, list[str]]:
 
 
 def _message(record: dict[str, Any], subagent: bool, reading: Reading) -> Message | None:
-    """The record's message, or None when it is not conversation. Raises _Broken."""
+    """The record's message, or None when it is not conversation. Raises BrokenLine."""
     if not _is_conversation(record) or not _shown(record, subagent):
         return None
     message = record.get("message")
     if not isinstance(message, dict):
-        raise _Broken("a conversation record without a message")
+        raise BrokenLine("a conversation record without a message")
     content = message.get("content")
     if not isinstance(content, (str, list)):
-        raise _Broken("a message without content")
+        raise BrokenLine("a message without content")
     role = record["type"]
     text = _user_text(content, reading) if role == "user" else _assistant_text(content, reading)
     text = _clean(text).strip()
@@ -282,34 +222,6 @@ def _message(record: dict[str, Any], subagent: bool, reading: Reading) -> Messag
 
 
 # -- the public functions --------------------------------------------------------
-
-
-def _nonblocking(path: str, flags: int) -> int:
-    return os.open(path, flags | os.O_NONBLOCK)
-
-
-def _open(path: Path) -> Any:
-    # Opened with O_NONBLOCK, then checked with fstat: opening a FIFO for reading blocks until a
-    # writer appears (forever, for a learner in the background), and a character device
-    # (/dev/zero) never ends. Only a regular file is a transcript; the flag changes nothing for one.
-    try:
-        handle = open(path, "rb", opener=_nonblocking)  # noqa: SIM115 - closed by the caller
-    except IsADirectoryError as exc:
-        raise TranscriptError(f"cannot read transcript {path}: it is a directory") from exc
-    except (OSError, ValueError) as exc:  # ValueError: an embedded NUL byte
-        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-        raise TranscriptError(f"cannot read transcript {path}: {reason}") from exc
-    try:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise TranscriptError(f"cannot read transcript {path}: not a regular file")
-        os.set_blocking(handle.fileno(), True)
-    except OSError as exc:
-        handle.close()
-        raise TranscriptError(f"cannot read transcript {path}: {exc.strerror or type(exc).__name__}") from exc
-    except BaseException:
-        handle.close()
-        raise
-    return handle
 
 
 class _Conversation:
@@ -338,16 +250,16 @@ class _Conversation:
         self.count += 1
         if (self.subagent is None or not self.requested) and line is not None:
             try:
-                record = _decode(line)
-            except _Broken:
+                record = record_of(line)
+            except BrokenLine:
                 return
             self._notice(record)
 
     def read(self, line: bytes | None, terminated: bool) -> bool:
         """Takes one line in; False for a last line that does not parse yet (it is read next time)."""
         try:
-            record = _decode(line)
-        except _Broken:
+            record = record_of(line)
+        except BrokenLine:
             if not terminated:
                 return False
             self.count += 1
@@ -357,7 +269,7 @@ class _Conversation:
         self._notice(record)
         try:
             message = _message(record, bool(self.subagent), self.reading)
-        except _Broken:
+        except BrokenLine:
             self.broken += 1
             return True
         if message is None:
@@ -368,41 +280,6 @@ class _Conversation:
         else:
             self.messages.append(message)
         return True
-
-
-def claude_config_dir() -> str:
-    """Claude Code's configuration directory, resolved: `$CLAUDE_CONFIG_DIR` if set, else `~/.claude`."""
-    configured = os.environ.get("CLAUDE_CONFIG_DIR")
-    return os.path.realpath(configured or os.path.join(os.path.expanduser("~"), ".claude"))
-
-
-def project_slugs(absolute: str) -> list[str]:
-    """The names Claude Code gives the directory of the project at `absolute`: `project_slug`, then the name
-    older versions gave (only `/` written as `-`)."""
-    return list(dict.fromkeys([project_slug(absolute), absolute.replace(os.sep, "-")]))
-
-
-def project_sessions(project: str | os.PathLike[str], directory: str) -> list[str]:
-    """The directories, resolved, where Claude Code (configured in `directory`, already resolved) keeps the
-    sessions of `project`: `projects/<slug>` of its real path and of its path as given."""
-    found: dict[str, None] = {}
-    for path in (os.path.realpath(project), os.path.abspath(project)):
-        for slug in project_slugs(path):
-            found[os.path.realpath(os.path.join(directory, "projects", slug))] = None
-    return list(found)
-
-
-def inside_project_sessions(path: str, project: str | os.PathLike[str], directory: str) -> str | None:
-    """`path` resolved when it lies inside one of `project_sessions(project, directory)`, else None; ValueError for
-    a path no file can have.
-
-    A log a repository ships can name any transcript in Claude Code's directory, another project's
-    included: only this project's own sessions are learned from."""
-    resolved = os.path.realpath(path)
-    for sessions in project_sessions(project, directory):
-        if resolved.startswith(os.path.join(sessions, "")):
-            return resolved
-    return None
 
 
 def read_transcript(path: str | os.PathLike[str], start_line: int = 0, max_line_bytes: int = 1_000_000,
@@ -418,10 +295,10 @@ def read_transcript(path: str | os.PathLike[str], start_line: int = 0, max_line_
     max_line_bytes = max(1, max_line_bytes)
     # a subagent's own transcript is all sidechain records: keep them there
     found = _Conversation(True if path.name.startswith("agent-") else None, caps)
-    handle = _open(path)
+    handle = open_transcript(path)
     try:
         with handle:
-            for line, terminated in _lines(handle, max_line_bytes):
+            for line, terminated in lines_of(handle, max_line_bytes):
                 if found.count < start_line:
                     found.skip(line)
                 elif not found.read(line, terminated):

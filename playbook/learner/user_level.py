@@ -19,8 +19,9 @@ from eventlog.store import Committed
 from projections.injection import PREFERENCES
 
 from playbook.wiring.project import repository, user_repository
-from .lean import absorbing, lean_settings
-from playbook.wiring.settings import load_settings
+from playbook.wiring.settings import lean_settings, load_settings
+
+from .lean import absorbing
 
 
 def split_preferences(operations: Any, project: Path) -> tuple[list[dict[str, Any]], Any]:

@@ -24,8 +24,6 @@ TYPE_CHECKING = False  # not typing's: importing typing costs a start-up what th
 if TYPE_CHECKING:
     from typing import Any
 
-    from playbook.rendering.terminal import Style
-
 from . import show_text
 from .show_text import SECTIONS, show_lines
 from projections.quickroads import INJECTION_NAME, LOG_BLOCK, LOG_NAME, claude_outside

@@ -26,7 +26,6 @@ from eventlog.safefiles import create, directory
 from eventlog.store import Committed
 
 from projections.outside import Divergence, redactions_said
-from projections.repository import PlaybookRepository
 
 from .project import Opened, claude_dir
 from playbook.rendering.safe_text import clean

@@ -171,7 +171,7 @@ def learning_hook(event: str, payload: dict[str, Any]) -> str | None:
     # Only this project's own sessions in Claude Code's directory are learned from: the hook input names
     # a file the background learner will read and send to the model, so a path elsewhere (`..`, a
     # symlink out, /etc/..., another project's session) must not make it read and upload it.
-    from playbook.learner.transcript import claude_config_dir, inside_project_sessions, project_sessions
+    from playbook.learner.sessions import claude_config_dir, inside_project_sessions, project_sessions
 
     directory = claude_config_dir()
     try:
@@ -186,7 +186,7 @@ def learning_hook(event: str, payload: dict[str, Any]) -> str | None:
         return _unlearned(project, f"{event}: transcript {transcript} is missing or unreadable; nothing to learn")
     if never_learn_match(transcript, load_settings(project)) is not None:
         return None  # the user asked for this transcript never to be learned from: nothing to say
-    from playbook.learner.learn import request_learning, spawn_learner
+    from playbook.learner.requests import request_learning, spawn_learner
 
     from .notice import change
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import msgspec
 
 from eventlog.collapse import DEFAULT_MAX_REMOVED_SHARE, DEFAULT_MAX_SHRINK_SHARE
-from projections.config import number_in_force, read_settings, settings_paths
+from projections.config import number_in_force, read_settings, setting_number, settings_paths
 from projections.protective import COMBINE
 
 
@@ -48,8 +48,8 @@ class Settings(msgspec.Struct, frozen=True):
 
 LEAN_PROTECTIVE = {"playbook_collapse_max_removed_share": DEFAULT_MAX_REMOVED_SHARE,
                    "playbook_collapse_max_shrink_share": DEFAULT_MAX_SHRINK_SHARE}
-"""The protective settings of the lean context, read through `projections.config.setting_number`
-(`playbook.learner.lean.lean_settings`), and their defaults."""
+"""The protective settings of the lean context, read through `projections.config.number_in_force`
+(`lean_settings`), and their defaults."""
 _DEFAULTS = Settings()
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -155,3 +155,25 @@ def never_learn_match(transcript: str, settings: Settings) -> str | None:
             if fnmatch.fnmatchcase(path, expanded) or path.startswith(directory):
                 return pattern
     return None
+
+
+class LeanSettings(msgspec.Struct, frozen=True):
+    """The learner's side of the lean context (each a setting of the same name, see README)."""
+
+    stale_after: int = 20
+    retire_after: int = 60
+    max_removed_share: float = DEFAULT_MAX_REMOVED_SHARE
+    max_shrink_share: float = DEFAULT_MAX_SHRINK_SHARE
+    dedup_threshold: float | None = None
+
+
+def lean_settings(project: Path) -> LeanSettings:
+    defaults = LeanSettings()
+    threshold = setting_number(project, "playbook_dedup_threshold", -1.0)
+    return LeanSettings(
+        stale_after=int(setting_number(project, "playbook_stale_after_sessions", defaults.stale_after)),
+        retire_after=int(setting_number(project, "playbook_retire_after_sessions", defaults.retire_after)),
+        max_removed_share=setting_number(project, "playbook_collapse_max_removed_share", defaults.max_removed_share),
+        max_shrink_share=setting_number(project, "playbook_collapse_max_shrink_share", defaults.max_shrink_share),
+        dedup_threshold=threshold if 0 < threshold <= 1 else None,
+    )
