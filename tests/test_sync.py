@@ -81,6 +81,7 @@ class Machine:
     def clean(self) -> bool:
         with self.on():
             report = verify(user_repository())
+        assert report.ok, report.problems
         return report.ok
 
 

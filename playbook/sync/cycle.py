@@ -25,10 +25,12 @@ import msgspec
 from eventlog.errors import PlaybookError
 from eventlog.faults import point as fault
 from eventlog.safefiles import directory, remove_file, replace
-from projections.anchors import AnchorFileError, anchors_path, check
+from projections.anchor_proof import check
+from projections.anchors import AnchorFileError, anchors_path
 from projections.foreign_log import MAX_FOREIGN_BYTES, ForeignLogRefused, check_foreign, missing_from
 from projections.merge import MergeOutcome, MergeRefused, common_prefix, merge_logs, write_merged
-from projections.quickroads import LOG_NAME
+from projections.checkpoints import clear
+from projections.quickroads import CHECKPOINT_DIR, LOG_NAME
 from projections.repository import PlaybookRepository
 
 from playbook.wiring.project import user_dir, user_repository
@@ -274,11 +276,23 @@ def _merge(place: SyncPlace, user: PlaybookRepository, theirs: Path, base: Path 
                 raise ForeignLogRefused(f"merged, it would not hold this machine's anchor at line "
                                         f"{report.problem.anchor_line} ({report.problem.what})")
         fault("sync-before-replace")
+        _drop_projections(user)
         with directory(place.dir, place.root) as from_fd, directory(log.parent, place.root) as to_fd:
             replace(from_fd, MERGED, log.name, to_fd)
+        fault("sync-after-replace")
         return outcome
 
     return user.replace_log(build)
+
+
+def _drop_projections(user: PlaybookRepository) -> None:
+    """Remove playbook.json, the hook's projection and the checkpoints before the merged log replaces ours: they
+    project ours (`replace_log` took in what waited outside the log first), and once the merged log is in place
+    they would stand beside it, a playbook.json that seems to hold what the log does not. `replace_log` writes
+    them again from the merged log; a sync killed before it leaves none, and the next reader projects the log."""
+    remove_file(user.snapshot_path, user.root)
+    remove_file(user.injection_path, user.root)
+    clear(user.claude_dir / CHECKPOINT_DIR, user.root)
 
 
 __all__ = ["MAX_TRIES", "NotSetUp", "SyncRefused", "SyncResult", "remote", "set_remote", "shown", "sync"]
