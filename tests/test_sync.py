@@ -480,3 +480,15 @@ def test_a_remote_replaced_by_another_history_is_refused_until_named_again(tmp_p
 def _entries(machine: Machine) -> list:
     with machine.on():
         return [kp for section in user_repository().state().sections.values() for kp in section.values()]
+
+
+def test_a_lock_left_by_a_git_that_was_killed_is_cleared(tmp_path: Path, remote: Path) -> None:
+    laptop, desktop = shared_pair(tmp_path, remote)
+    laptop.learn("Use tabs in Makefiles")
+    laptop.sync()
+    lock = desktop.dir / "sync" / "git" / "refs" / "remotes" / "origin" / "main.lock"
+    lock.write_text("")
+    os.utime(lock, (1, 1))  # as old as a git killed long ago leaves it
+    result = desktop.sync()
+    assert result.ok and result.brought >= 1, result.line
+    assert not lock.exists()

@@ -12,10 +12,13 @@ its helpers and the ssh agent, nothing stored here.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
+import time
 from pathlib import Path
 
 from eventlog.errors import PlaybookError
+from eventlog.safefiles import remove_file
 
 BRANCH = "main"
 REMOTE_REF = f"refs/remotes/origin/{BRANCH}"
@@ -28,6 +31,8 @@ _DROPPED = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"
             "GIT_NAMESPACE", "GIT_COMMON_DIR", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
             "GIT_PREFIX", "GIT_QUARANTINE_PATH", "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR")
 NETWORK_TIMEOUT = 300.0
+LOCK_WAITS, LOCK_PAUSE = 40, 0.25
+_LOCK_FILE = re.compile(r"Unable to create '([^']+\.lock)': File exists")
 LOCAL_TIMEOUT = 120.0
 
 
@@ -61,18 +66,39 @@ class SyncGit:
 
     def run(self, *args: str, stdin: bytes | None = None, timeout: float = LOCAL_TIMEOUT, stdout: int | None = None,
             check: bool = True) -> subprocess.CompletedProcess[bytes]:
-        try:
-            done = subprocess.run(["git", *SAFE, "--git-dir", str(self.path), *args], input=stdin, env=_env(self.quiet),
-                                  stdout=subprocess.PIPE if stdout is None else stdout, stderr=subprocess.PIPE,
-                                  timeout=timeout, cwd=str(self.path),
-                                  stdin=None if stdin is not None or not self.quiet else subprocess.DEVNULL)
-        except FileNotFoundError as exc:
-            raise GitFailed("git is not installed (sync runs through git)") from exc
-        except subprocess.TimeoutExpired as exc:
-            raise Offline(f"git {args[0]} took more than {int(timeout)} s") from exc
+        for _wait in range(LOCK_WAITS):
+            try:
+                done = subprocess.run(["git", *SAFE, "--git-dir", str(self.path), *args], input=stdin,
+                                      env=_env(self.quiet), stdout=subprocess.PIPE if stdout is None else stdout,
+                                      stderr=subprocess.PIPE, timeout=timeout, cwd=str(self.path),
+                                      stdin=None if stdin is not None or not self.quiet else subprocess.DEVNULL)
+            except FileNotFoundError as exc:
+                raise GitFailed("git is not installed (sync runs through git)") from exc
+            except subprocess.TimeoutExpired as exc:
+                raise Offline(f"git {args[0]} took more than {int(timeout)} s") from exc
+            if done.returncode == 0 or not self._locked_out(done.stderr):
+                break
         if check and done.returncode != 0:
             raise GitFailed(f"git {args[0]}: {last_line(done.stderr)}")
         return done
+
+    def _locked_out(self, stderr: bytes) -> bool:
+        """Whether git found one of its lock files in place: a git a killed sync started may still be finishing
+        (the sync's own lock keeps every other one out), so wait for it; a lock older than any git a sync runs is
+        left by a git that was killed itself, and is removed."""
+        found = _LOCK_FILE.search(stderr.decode("utf-8", "replace"))
+        if found is None:
+            return False
+        lock = Path(found.group(1))
+        try:
+            stale = time.time() - lock.lstat().st_mtime > NETWORK_TIMEOUT + 60
+        except OSError:
+            return True  # gone meanwhile: try again
+        if stale and lock.is_relative_to(self.path):
+            remove_file(lock, self.path)
+        else:
+            time.sleep(LOCK_PAUSE)
+        return True
 
     def text(self, *args: str) -> str:
         return self.run(*args).stdout.decode("utf-8", "replace").strip()
