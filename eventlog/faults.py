@@ -4,7 +4,9 @@
 once at import, names a point: then the process dies by SIGKILL when it reaches that
 point. Points: after-write, after-fsync, after-cut (the store), before-snapshot
 (`projections.repository`), purge-before-rename, purge-after-rename (`projections.purge`),
-merge-before-replace (`projections.merge`).
+merge-before-replace (`projections.merge`), sync-after-fetch, sync-before-replace, sync-after-replace,
+sync-after-commit,
+sync-after-push (`playbook.sync.cycle`).
 Nothing else in the code knows about crash tests.
 """
 

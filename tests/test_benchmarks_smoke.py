@@ -34,3 +34,13 @@ def test_the_merge_benchmark_runs_the_driver_and_checks_what_it_wrote(tmp_path):
     assert figures["code"] == 0 and str(figures["check"]).startswith("ok")
     assert figures["ours_events"] > figures["shared_events"] < figures["theirs_events"]
     assert met_targets(figures) == (float(figures["cpu"]) < 2.0 and float(figures["peak_mb"]) < 200.0)
+
+
+@pytest.mark.slow
+def test_the_sync_benchmark_converges_and_prints_its_figures(tmp_path):
+    from benchmarks.sync import measure, met_targets
+
+    figures = measure(clones=3, events=300, rounds=2, keep=tmp_path)
+    assert figures["identical"] is True and figures["lost"] == 0 and figures["doubled"] == 0
+    assert figures["verify"] == "clean" and figures["syncs"] == 3 * 4 and figures["lessons"] >= 6
+    assert met_targets(figures) == (float(figures["merge_median_s"]) < 1.0)

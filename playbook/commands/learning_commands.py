@@ -73,6 +73,10 @@ def cmd_learn(args: argparse.Namespace) -> int:
 
         for line in fetch_due():  # the orgs not fetched for a day, after learning: never on a hook's path
             print(clean(line))
+
+        from playbook.sync.background import after_learning
+
+        after_learning(project)
     return 0
 
 

@@ -1,4 +1,4 @@
-"""The `playbook` subcommands that share the log through git: share, unshare, merge, merge-driver, git-hook.
+"""The `playbook` subcommands that share the log through git: share, unshare, merge, merge-driver, git-hook, sync.
 
 `playbook.commands.cli` parses the arguments and dispatches here; the work itself is `playbook.commands.share`'s and
 `playbook.commands.merging`'s.
@@ -15,12 +15,13 @@ from pathlib import Path
 from projections.quickroads import LOG_NAME
 
 from .output import out_json
+from .sync_commands import add_sync
 from playbook.rendering.safe_text import clean
 from playbook.wiring.project import playbook_of, project_dir
 
 
 def add_team(add: Callable[..., argparse.ArgumentParser], plain: list[argparse.ArgumentParser]) -> None:
-    """Register share, unshare, merge, merge-driver and git-hook with the parser's `add`."""
+    """Register share, unshare, merge, merge-driver, git-hook and sync with the parser's `add`."""
     add("share", cmd_share, "share the playbook through git: .gitattributes, .gitignore, the merge driver, git "
         "hooks", parents=plain)
     add("unshare", cmd_unshare, "undo playbook share", parents=plain)
@@ -36,6 +37,7 @@ def add_team(add: Callable[..., argparse.ArgumentParser], plain: list[argparse.A
                    parents=plain)
     git_hook.add_argument("name", metavar="HOOK")
     git_hook.add_argument("hook_args", nargs="*", help=argparse.SUPPRESS)
+    add_sync(add)
 
 
 def cmd_share(args: argparse.Namespace) -> int:

@@ -7,7 +7,8 @@ each subagent); playbook_never_learn (transcript paths or globs never learned fr
 playbook_review (false: learning records proposals to review instead of changing the
 playbook) and playbook_review_expiry_days (30); playbook_daily_token_budget (tokens learning
 may spend per UTC day; 0: no limit); playbook_preferences_per_project (false: the USER
-PREFERENCES learned in any project go to the user-level playbook). The environment variable
+PREFERENCES learned in any project go to the user-level playbook); playbook_sync_minutes (10: the
+user-level playbook's background sync after learning runs at most that often; 0: only `playbook sync`). The environment variable
 of the same name in upper case (`PLAYBOOK_UPDATE_ON_EXIT=0`; a list separated by `:`)
 overrides both files. A project's file may only tighten the protective settings
 (`projections.protective`: learning off, review on, a lower budget, preferences kept in the project,
@@ -41,6 +42,8 @@ class Settings(msgspec.Struct, frozen=True):
     playbook_daily_token_budget: float = 500_000.0
     # USER PREFERENCES the curator adds stay in the project's playbook instead of the user-level one
     playbook_preferences_per_project: bool = False
+    # minutes at least between two background syncs of the user-level playbook after learning; 0: on demand only
+    playbook_sync_minutes: float = 10.0
 
 
 LEAN_PROTECTIVE = {"playbook_collapse_max_removed_share": DEFAULT_MAX_REMOVED_SHARE,
