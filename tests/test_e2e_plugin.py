@@ -208,13 +208,15 @@ def test_the_installed_plugin_holds_only_what_it_runs_even_from_a_used_clone(tmp
     files = [path for path in installed.rglob("*") if path.is_file()]
     assert sum(path.stat().st_size for path in files) < 10 * 2**20
     assert sorted(path.name for path in installed.iterdir()) == sorted(
-        [".claude-plugin", "LICENSE", "bin", "commands", "eventlog", "hooks", "playbook", "projections", "prompts",
-         "pyproject.toml"])
-    assert not [path for path in installed.rglob("*") if path.is_symlink() or path.name in ("pyvenv.cfg", "tests")]
+        [".claude-plugin", "LICENSE", "bin", "commands", "evals", "eventlog", "hooks", "playbook", "projections",
+         "prompts", "pyproject.toml"])
+    assert not [path for path in installed.rglob("*") if path.is_symlink() or path.name == "pyvenv.cfg"]
+    assert not (installed / "tests").exists() and not (installed / "benchmarks").exists()
     # What the set-up and the hooks read: real files, the Python packages with them.
     for name in ("pyproject.toml", ".claude-plugin/plugin.json", "hooks/hooks.json", "hooks/playbook-hook",
                  "bin/playbook", "playbook/quick/launch.py", "playbook/wiring/provision.py", "eventlog/__init__.py",
-                 "projections/__init__.py", "prompts/curator.txt", "playbook/rendering/web"):
+                 "projections/__init__.py", "prompts/curator.txt", "playbook/rendering/web",
+                 "evals/scaffold.sh", "evals/project-context/test-command/case.yaml"):
         assert (installed / name).exists(), name
     assert all(os.access(installed / name, os.X_OK) for name in ("hooks/playbook-hook", "bin/playbook"))
 

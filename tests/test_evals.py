@@ -2,7 +2,7 @@
 the suite run with the real Claude Code CLI against the fake Messages API.
 
 Each case is a small project whose `.claude/` holds a playbook written by the product itself
-(`evals/build.py`); the case's scaffold puts it in the run's workspace, and the plugin's hooks give it to the
+(`plugin/evals/build.py`); the case's scaffold puts it in the run's workspace, and the plugin's hooks give it to the
 session as they would in a real project. The lesson is never in the prompt.
 """
 
@@ -26,7 +26,7 @@ from projections.verify import verify
 from tests.fake_anthropic import FakeAnthropic, Reply, reply_text, reply_tool_use, request_texts
 
 ROOT = Path(__file__).resolve().parent.parent
-EVALS = ROOT / "evals"
+EVALS = ROOT / "plugin" / "evals"
 SECTIONS = {"patterns-and-approaches": "PATTERNS & APPROACHES", "mistakes-to-avoid": "MISTAKES TO AVOID",
             "user-preferences": "USER PREFERENCES", "project-context": "PROJECT CONTEXT", "others": "OTHERS"}
 FIXED_MTIME_NS = 1767225600 * 1_000_000_000
@@ -253,7 +253,7 @@ def test_playbook_eval_runs_the_suite_on_claude_code_and_records_what_it_measure
 
 
 def test_the_builder_writes_a_fixture_the_hooks_inject_as_is(tmp_path, monkeypatch):
-    """`python evals/build.py` (here in process, on a copy of a case): the product's own log and projections."""
+    """`python plugin/evals/build.py` (here in process, on a copy of a case): the product's own log and projections."""
     sys.path.insert(0, str(EVALS))
     try:
         import build

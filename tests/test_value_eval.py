@@ -91,7 +91,7 @@ def test_eval_runs_the_suite_capped_prints_one_summary_and_records_it(eval_env, 
     for option in ("--ablation with-without", "--scaffold", "--no-publish", "--trust-plugin",
                    "--allow-tools Write Edit", "--max-cost-usd 5", "--runs 1", "--threshold 0"):
         assert option in joined
-    cases = len(evaluation.suite_cases(evaluation.ROOT / "evals"))
+    cases = len(evaluation.suite_cases(evaluation.ROOT / "plugin" / "evals"))
     assert f"{cases} cases of the eval suite" in err and "never more than $5" in err, "the estimate is shown first"
     assert "The shell (Bash) is not granted" in err
     assert "PROJECT CONTEXT" in out and "all cases" in out and "+0.38" in out and "cost $1.25" in out, out

@@ -1,7 +1,7 @@
 """`playbook eval`'s work: the plugin's eval suite run by `claude plugin eval` on the user's login, with the
 plugin and without it, the learning benchmark when this copy carries it, and one summary of both.
 
-The suite is `evals/` beside the package (the plugin ships it): each case a small project whose playbook
+The suite is the plugin's `evals/` (`plugin/evals/` in a clone; the plugin ships it): each case a small project whose playbook
 the plugin's own hooks give the session. Claude Code runs each case in a scratch workspace with the
 plugin and again without it, grades both, and writes `aggregate-result.json`, which is read here.
 """
@@ -103,15 +103,14 @@ def find_suite(plugin: str | None) -> tuple[Path, str]:
     (the installed plugin when `playbook` runs as the plugin's)."""
     given = Path(plugin).expanduser() if plugin else None
     root = given if given is not None and given.is_dir() else ROOT
-    evals = root / "evals"
-    if not evals.is_dir() or not suite_cases(evals):
-        raise PlaybookError(f"no eval suite in {root} (evals/**/case.yaml): it ships with the plugin; install the "
-                            f"plugin (README: Install), or pass --plugin with a clone of the repository")
-    if plugin and given is not None and not given.is_dir():
-        return evals, plugin
     # A clone carries the plugin Claude Code installs in its `plugin/` directory; an installed copy is the plugin.
     packaged = root / "plugin"
-    return evals, str(packaged if (packaged / ".claude-plugin" / "plugin.json").is_file() else root)
+    target = packaged if (packaged / ".claude-plugin" / "plugin.json").is_file() else root
+    evals = target / "evals"
+    if not evals.is_dir() or not suite_cases(evals):
+        raise PlaybookError(f"no eval suite in {target} (evals/**/case.yaml): it ships with the plugin; install the "
+                            f"plugin (README: Install), or pass --plugin with a clone of the repository")
+    return evals, plugin if plugin and given is not None and not given.is_dir() else str(target)
 
 
 def estimate(cases: int, runs: int, sessions: int) -> float:
