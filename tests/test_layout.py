@@ -167,3 +167,13 @@ def test_every_module_stays_under_the_line_cap() -> None:
     long = {name: count for name, path in KNOWN.items()
             if (count := len(path.read_text(encoding="utf-8").splitlines())) >= MAX_LINES}
     assert long == {}
+
+
+def test_every_package_is_installed() -> None:
+    """A package the build leaves out is missing from every install but an editable one (the plugin's included)."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    found = {".".join(init.parent.relative_to(ROOT).parts) for package in PACKAGES
+             for init in (ROOT / package).rglob("__init__.py")}
+    assert found - listed == set()
