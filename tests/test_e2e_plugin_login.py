@@ -84,7 +84,10 @@ def test_the_plugin_on_a_login_without_a_key_learns_through_the_cli(tmp_path):
         snapshot = snapshot_of_log(config / "playbook")
         added = CURATION["operations"][0]["text"]
         assert [e["text"] for e in snapshot["sections"]["USER PREFERENCES"]] == [added]
-        assert len(learned) == 1 and len(asked) == 2 and all(not b.get("tools") for b in asked)
+        # Two questions (the reflector's, the curator's); Claude Code may send one again when the fake answers
+        # slowly on a loaded machine, which is the same question.
+        assert len(learned) == 1 and len({request_texts(b) for b in asked}) == 2
+        assert all(not b.get("tools") for b in asked)
         assert {r.headers.get("authorization") for r in requests} == {"Bearer oauth-test-login"}
         assert not any("x-api-key" in r.headers for r in requests)
         # No recursion: one request (the second session's end; the first ended before the set-up was
