@@ -24,7 +24,7 @@ MAX_ANCHORS_BYTES = 16 << 20
 LOG_PATHS = (".claude/playbook.events.jsonl", "playbook.events.jsonl")
 """Where an org repository keeps its log: as a project does, or at its root."""
 SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "protocol.ext.allow=never",
-        "-c", "transfer.fsckObjects=true", "-c", "fetch.recurseSubmodules=false")
+        "-c", "protocol.fd.allow=never", "-c", "transfer.fsckObjects=true", "-c", "fetch.recurseSubmodules=false")
 
 
 class GitFailed(PlaybookError):
@@ -77,7 +77,7 @@ def check_url(url: str) -> str:
     """`url` when git may be given it as a repository: never an option, never the `ext::` transport."""
     if not url or url.startswith("-") or "\n" in url or "\0" in url:
         raise PlaybookError(f"{url!r} is not a git repository URL")
-    if url.split("::", 1)[0] in ("ext", "fd") and "::" in url:
+    if url.split("::", 1)[0].lower() in ("ext", "fd") and "::" in url:
         raise PlaybookError(f"{url!r}: the {url.split('::')[0]} transport runs commands; give an ssh, https or path URL")
     return url
 
