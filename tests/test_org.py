@@ -210,6 +210,12 @@ def test_an_unreachable_org_is_refused_in_one_line(added, project, capsys):
 
 
 @pytest.mark.slow
+def test_an_org_url_that_is_no_repository_says_so_not_gits_advice(project, capsys, tmp_path):
+    code, _out, err = run(capsys, "org", "add", str(tmp_path / "nowhere.git"), "--name", "acme")
+    assert code == 1 and "does not appear to be a git repository" in err and "repository exists" not in err, err
+
+
+@pytest.mark.slow
 def test_a_damaged_org_log_is_refused(added, project, capsys):
     added.add("deploys go through the release train")
     log = added.work / ".claude" / "playbook.events.jsonl"

@@ -47,8 +47,9 @@ def git(git_dir: Path, *args: str, data: bytes | None = None, quiet: bool = Fals
     except subprocess.TimeoutExpired as exc:
         raise GitFailed(f"git {args[0]} did not finish in {timeout:.0f} s") from exc
     if done.returncode != 0:
-        lines = [line for line in done.stderr.decode("utf-8", "replace").splitlines() if line.strip()]
-        raise GitFailed(lines[-1].strip() if lines else f"git {args[0]} failed (exit {done.returncode})")
+        lines = [line.strip() for line in done.stderr.decode("utf-8", "replace").splitlines() if line.strip()]
+        said = [line for line in lines if line.startswith(("fatal:", "error:"))]  # not the advice after it
+        raise GitFailed(said[0] if said else lines[-1] if lines else f"git {args[0]} failed (exit {done.returncode})")
     return done.stdout
 
 
