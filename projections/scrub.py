@@ -95,12 +95,13 @@ _RULES: list[tuple[str, re.Pattern[str], int]] = [
 # detect-secrets' own pattern ends lazily (it validates the parts afterwards), which would leave the
 # signature behind; the candidates are validated by its `is_formally_valid` all the same.
 _JWT = re.compile(r"eyJ[A-Za-z0-9_\-=]+\.[A-Za-z0-9_\-=]+\.[A-Za-z0-9_\-+/=]*")
+_JWT_RUN = re.compile(r"[A-Za-z0-9_\-=]*")
+_NEEDED = {OpenAIDetector.denylist[0]: "T3BlbkFJ", NpmDetector.denylist[0]: ":_authToken="}  # in every match
 
 # A whole private key block: the header, the body (base64, blank space, or the `\n` escapes of a
 # JSON string) and the footer when it is there; a block cut short (a truncated tool output) is
 # redacted to where its body ends.
-_PRIVATE_KEY = re.compile(
-    r"-----BEGIN[A-Z0-9 ]{0,30} PRIVATE KEY(?: BLOCK)?-----"
+_PRIVATE_KEY = re.compile(r"-----BEGIN[A-Z0-9 ]{0,30} PRIVATE KEY(?: BLOCK)?-----"
     r"(?:[A-Za-z0-9+/=:,\- \t\r\n]|\\[nrt])*"
     r"(?:-----END[A-Z0-9 ]{0,30} PRIVATE KEY(?: BLOCK)?-----)?"
     r"|PuTTY-User-Key-File-\d:[^\n]*(?:\n[A-Za-z0-9+/=:\- ]+)*"
@@ -214,14 +215,17 @@ def _assigned_secret(match: re.Match[str], text: str) -> bool:
 def _candidates(text: str) -> Iterator[Finding]:
     for match in _PRIVATE_KEY.finditer(text):
         yield Finding("private-key", match.start(), match.end())
-    for kind, regex, group in _RULES:
+    for kind, regex, group in (rule for rule in _RULES if _NEEDED.get(rule[1], "") in text):  # none else: quadratic
         for match in regex.finditer(text):
             start, end = match.span(group)
             if start < end:
                 yield Finding(kind, start, end)
-    for match in _JWT.finditer(text):
-        if match.group().count(".") >= 2 and JwtTokenDetector.is_formally_valid(match.group()):
-            yield Finding("jwt", match.start(), match.end())
+    position = 0
+    while (start := text.find("eyJ", position)) >= 0:  # as `_JWT.finditer`, but linear in a run of `eyJeyJ...`:
+        jwt = _JWT.match(text, start)  # when none, none at any later start in this run of token characters
+        position = jwt.end() if jwt else _JWT_RUN.match(text, start).end()  # type: ignore[union-attr]
+        if jwt and jwt.group().count(".") >= 2 and JwtTokenDetector.is_formally_valid(jwt.group()):
+            yield Finding("jwt", jwt.start(), jwt.end())
     for match in _URL_PASSWORD.finditer(text):
         password = match.group(1)
         if not _NOT_A_VALUE.match(password) and not _ALREADY.search(password):

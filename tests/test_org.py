@@ -463,3 +463,18 @@ def test_an_org_key_point_cannot_write_lines_of_its_own_into_the_context(added, 
                             PLAYBOOK_INJECTION_BUDGET="40"))
     assert "[org:acme/ctx-002]" in found and "\x1b" not in found, found
     assert not any(line.startswith("playbook:") for line in found.splitlines()), found
+
+
+@pytest.mark.slow
+def test_an_org_key_point_crafted_to_slow_the_secret_scan_is_read_in_linear_time(org, project):
+    # Runs of a secret's start (`sk-sk-...`, `eyJeyJ...`, `//...`) made the scan quadratic: a fetch of one such
+    # key point, short of the log's size cap, took hours. Each run is scanned once now, with the same findings.
+    from tests.test_anchors import forge
+
+    org.add("placeholder")
+    forge(org.work / ".claude" / "playbook.events.jsonl", "placeholder",
+          " ".join(start * 60_000 for start in ("sk-", "eyJ", "://")))
+    org.publish()
+    done = subprocess.run([sys.executable, "-m", "playbook", "org", "add", str(org.bare), "--name", "acme"],
+                          capture_output=True, text=True, timeout=90, cwd=project)
+    assert done.returncode == 0 and "verified" in done.stdout, done.stderr
