@@ -41,6 +41,8 @@ from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
+from .secret_runs import matches
+
 __all__ = ["Finding", "KIND_NAMES", "REDACTION", "Redactor", "find_secrets", "scrub", "scrub_value"]
 
 REDACTION = "[REDACTED:{kind}]"
@@ -95,13 +97,14 @@ _RULES: list[tuple[str, re.Pattern[str], int]] = [
 # detect-secrets' own pattern ends lazily (it validates the parts afterwards), which would leave the
 # signature behind; the candidates are validated by its `is_formally_valid` all the same.
 _JWT = re.compile(r"eyJ[A-Za-z0-9_\-=]+\.[A-Za-z0-9_\-=]+\.[A-Za-z0-9_\-+/=]*")
-_JWT_RUN = re.compile(r"[A-Za-z0-9_\-=]*")
-_NEEDED = {OpenAIDetector.denylist[0]: "T3BlbkFJ", NpmDetector.denylist[0]: ":_authToken="}  # in every match
+_RUNS = {OpenAIDetector.denylist[0]: ("sk-", re.compile(r"[A-Za-z0-9_\-]*")),  # `secret_runs.matches`' start, run
+         NpmDetector.denylist[0]: ("//", re.compile(r"[^\n]*")), _JWT: ("eyJ", re.compile(r"[A-Za-z0-9_\-=]*"))}
 
 # A whole private key block: the header, the body (base64, blank space, or the `\n` escapes of a
 # JSON string) and the footer when it is there; a block cut short (a truncated tool output) is
 # redacted to where its body ends.
-_PRIVATE_KEY = re.compile(r"-----BEGIN[A-Z0-9 ]{0,30} PRIVATE KEY(?: BLOCK)?-----"
+_PRIVATE_KEY = re.compile(
+    r"-----BEGIN[A-Z0-9 ]{0,30} PRIVATE KEY(?: BLOCK)?-----"
     r"(?:[A-Za-z0-9+/=:,\- \t\r\n]|\\[nrt])*"
     r"(?:-----END[A-Z0-9 ]{0,30} PRIVATE KEY(?: BLOCK)?-----)?"
     r"|PuTTY-User-Key-File-\d:[^\n]*(?:\n[A-Za-z0-9+/=:\- ]+)*"
@@ -215,17 +218,14 @@ def _assigned_secret(match: re.Match[str], text: str) -> bool:
 def _candidates(text: str) -> Iterator[Finding]:
     for match in _PRIVATE_KEY.finditer(text):
         yield Finding("private-key", match.start(), match.end())
-    for kind, regex, group in (rule for rule in _RULES if _NEEDED.get(rule[1], "") in text):  # none else: quadratic
-        for match in regex.finditer(text):
+    for kind, regex, group in _RULES:
+        for match in matches(regex, text, *_RUNS.get(regex, (None, None))):
             start, end = match.span(group)
             if start < end:
                 yield Finding(kind, start, end)
-    position = 0
-    while (start := text.find("eyJ", position)) >= 0:  # as `_JWT.finditer`, but linear in a run of `eyJeyJ...`:
-        jwt = _JWT.match(text, start)  # when none, none at any later start in this run of token characters
-        position = jwt.end() if jwt else _JWT_RUN.match(text, start).end()  # type: ignore[union-attr]
-        if jwt and jwt.group().count(".") >= 2 and JwtTokenDetector.is_formally_valid(jwt.group()):
-            yield Finding("jwt", jwt.start(), jwt.end())
+    for match in matches(_JWT, text, *_RUNS[_JWT]):
+        if match.group().count(".") >= 2 and JwtTokenDetector.is_formally_valid(match.group()):
+            yield Finding("jwt", match.start(), match.end())
     for match in _URL_PASSWORD.finditer(text):
         password = match.group(1)
         if not _NOT_A_VALUE.match(password) and not _ALREADY.search(password):

@@ -473,7 +473,7 @@ def test_an_org_key_point_crafted_to_slow_the_secret_scan_is_read_in_linear_time
 
     org.add("placeholder")
     forge(org.work / ".claude" / "playbook.events.jsonl", "placeholder",
-          " ".join(start * 60_000 for start in ("sk-", "eyJ", "://")))
+          " ".join(start * 40_000 for start in ("sk-", "eyJ", "://", "sk-T3BlbkFJ", "//a/:_authToken=")))
     org.publish()
     done = subprocess.run([sys.executable, "-m", "playbook", "org", "add", str(org.bare), "--name", "acme"],
                           capture_output=True, text=True, timeout=90, cwd=project)
