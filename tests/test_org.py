@@ -478,3 +478,15 @@ def test_an_org_key_point_crafted_to_slow_the_secret_scan_is_read_in_linear_time
     done = subprocess.run([sys.executable, "-m", "playbook", "org", "add", str(org.bare), "--name", "acme"],
                           capture_output=True, text=True, timeout=90, cwd=project)
     assert done.returncode == 0 and "verified" in done.stdout, done.stderr
+
+
+@pytest.mark.slow
+def test_an_org_too_large_to_inject_is_refused_and_the_orgs_before_it_stay_injected(added, project, capsys):
+    # The org projection is read only up to its cap: one org over it would leave every org out of every session.
+    from tests.test_anchors import forge
+
+    added.add("placeholder")
+    forge(added.work / ".claude" / "playbook.events.jsonl", "placeholder", "deploys go " * (300 << 10))
+    added.publish()
+    refused_in_one_line(capsys, "MiB of text, over the 2 MiB an org's injection takes")
+    still_injected(project)
