@@ -28,7 +28,7 @@ from eventlog.domain import SECTION_SLUGS, KeyPoint, PlaybookState, Usage
 
 from .config import setting_number
 from .quickroads import projection_header
-from .render import USER_HEADING, format_sections, load_template, org_heading
+from .render import USER_HEADING, format_entry, format_sections, load_template, org_heading
 
 PREFERENCES = "USER PREFERENCES"
 
@@ -97,7 +97,7 @@ def score(kp: KeyPoint, used: Usage | None) -> int:
 
 
 def _line(kp: KeyPoint, prefix: str = "") -> str:
-    return f"[{prefix}{kp.name}] helpful={kp.helpful} harmful={kp.harmful} :: {kp.text}\n"
+    return format_entry(prefix + kp.name, kp.text, kp.helpful, kp.harmful) + "\n"
 
 
 def left_out_line(count: int, budget: int) -> str:

@@ -29,6 +29,9 @@ REFUSED_DIR = "refused"
 ORG_PREFIX = "org:"
 """How an org's key points are named in the injected text: `[org:<name>/<id>]`."""
 MAX_ORG_PROJECTION = 16 << 20
+MAX_ORG_ENTRIES = MAX_ORG_PROJECTION // 8
+"""The most an org's key points may hold (as JSON) to be injected: eight orgs at it fit the projection, which is
+not read past MAX_ORG_PROJECTION (an org over it would leave every org out)."""
 NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
 """An org's name: a directory name and a part of every id injected from it."""
 

@@ -27,6 +27,7 @@ from eventlog.domain import KeyPoint, PlaybookState
 from .config import setting_number, setting_switch
 from .injection import injection_file
 from .quickroads import MAX_INDEX_BYTES, RECALL_FORMAT, terms
+from .render import format_entry
 
 RECALL_KEY = "playbook_recall"
 MAX_CHARS_KEY = "playbook_recall_max_chars"
@@ -63,7 +64,7 @@ def build(state: PlaybookState, left_out: list[str], max_chars: int = DEFAULT_MA
     for name, kp in chain(found_kps, others):
         if kp is None:
             continue
-        line = f"[{name}] helpful={kp.helpful} harmful={kp.harmful} :: {kp.text}"
+        line = format_entry(name, kp.text, kp.helpful, kp.harmful)
         if len(line) >= max_chars:
             continue  # the hook never prints more than max_chars: such a line could never be recalled
         entry = b"%07d\t" % len(docs) + encode(line) + b"\n"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from functools import cache
 from typing import Any
@@ -25,8 +26,27 @@ def load_template(name: str) -> str:
     return resources.files("prompts").joinpath(name).read_text(encoding="utf-8")
 
 
+UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+"""What a key point's line never holds raw: control characters (a line break, an escape sequence), bidi controls,
+line and paragraph separators. A text from another machine (a synced remote, an org repository) holding one
+could otherwise end its line and write lines of its own: a section header, another playbook's key point."""
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    ch = match.group()
+    return _NAMED.get(ch) or (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+
+
+def one_line(value: Any) -> str:
+    """`value` as one line: every character of `UNSAFE` written as its escape (`\\n`, `\\x1b`)."""
+    text = value if isinstance(value, str) else str(value)
+    return text if text.isprintable() else UNSAFE.sub(_escape, text)
+
+
 def format_entry(name: Any, text: Any, helpful: Any, harmful: Any) -> str:
-    return f"[{name}] helpful={helpful} harmful={harmful} :: {text}"
+    """A key point's line: its id and text each kept to the one line (`one_line`)."""
+    return f"[{one_line(name)}] helpful={helpful} harmful={harmful} :: {one_line(text)}"
 
 
 USER_HEADING = " (user-level: yours in every project)"

@@ -41,6 +41,8 @@ from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
+from .secret_runs import matches
+
 __all__ = ["Finding", "KIND_NAMES", "REDACTION", "Redactor", "find_secrets", "scrub", "scrub_value"]
 
 REDACTION = "[REDACTED:{kind}]"
@@ -95,6 +97,8 @@ _RULES: list[tuple[str, re.Pattern[str], int]] = [
 # detect-secrets' own pattern ends lazily (it validates the parts afterwards), which would leave the
 # signature behind; the candidates are validated by its `is_formally_valid` all the same.
 _JWT = re.compile(r"eyJ[A-Za-z0-9_\-=]+\.[A-Za-z0-9_\-=]+\.[A-Za-z0-9_\-+/=]*")
+_RUNS = {OpenAIDetector.denylist[0]: ("sk-", re.compile(r"[A-Za-z0-9_\-]*")),  # `secret_runs.matches`' start, run
+         NpmDetector.denylist[0]: ("//", re.compile(r"[^\n]*")), _JWT: ("eyJ", re.compile(r"[A-Za-z0-9_\-=]*"))}
 
 # A whole private key block: the header, the body (base64, blank space, or the `\n` escapes of a
 # JSON string) and the footer when it is there; a block cut short (a truncated tool output) is
@@ -215,11 +219,11 @@ def _candidates(text: str) -> Iterator[Finding]:
     for match in _PRIVATE_KEY.finditer(text):
         yield Finding("private-key", match.start(), match.end())
     for kind, regex, group in _RULES:
-        for match in regex.finditer(text):
+        for match in matches(regex, text, *_RUNS.get(regex, (None, None))):
             start, end = match.span(group)
             if start < end:
                 yield Finding(kind, start, end)
-    for match in _JWT.finditer(text):
+    for match in matches(_JWT, text, *_RUNS[_JWT]):
         if match.group().count(".") >= 2 and JwtTokenDetector.is_formally_valid(match.group()):
             yield Finding("jwt", match.start(), match.end())
     for match in _URL_PASSWORD.finditer(text):

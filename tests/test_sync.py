@@ -492,3 +492,13 @@ def test_a_lock_left_by_a_git_that_was_killed_is_cleared(tmp_path: Path, remote:
     result = desktop.sync()
     assert result.ok and result.brought >= 1, result.line
     assert not lock.exists()
+
+
+@pytest.mark.parametrize("url", ["fd::0", "ext::sh -c touch% ran", "FD::0"])
+def test_a_remote_url_that_names_a_command_or_a_descriptor_is_refused_in_one_line(tmp_path: Path, url: str) -> None:
+    [laptop] = machines(tmp_path, "laptop")
+    laptop.learn("Answer in English")
+    done = laptop.cli("sync", "--user", "--remote", url)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and len(lines) == 1 and "transport" in lines[0], done.stderr
+    assert not (tmp_path / "ran").exists() and not (laptop.dir / "sync" / "git").exists()

@@ -24,7 +24,7 @@ MAX_ANCHORS_BYTES = 16 << 20
 LOG_PATHS = (".claude/playbook.events.jsonl", "playbook.events.jsonl")
 """Where an org repository keeps its log: as a project does, or at its root."""
 SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "protocol.ext.allow=never",
-        "-c", "transfer.fsckObjects=true", "-c", "fetch.recurseSubmodules=false")
+        "-c", "protocol.fd.allow=never", "-c", "transfer.fsckObjects=true", "-c", "fetch.recurseSubmodules=false")
 
 
 class GitFailed(PlaybookError):
@@ -47,8 +47,9 @@ def git(git_dir: Path, *args: str, data: bytes | None = None, quiet: bool = Fals
     except subprocess.TimeoutExpired as exc:
         raise GitFailed(f"git {args[0]} did not finish in {timeout:.0f} s") from exc
     if done.returncode != 0:
-        lines = [line for line in done.stderr.decode("utf-8", "replace").splitlines() if line.strip()]
-        raise GitFailed(lines[-1].strip() if lines else f"git {args[0]} failed (exit {done.returncode})")
+        lines = [line.strip() for line in done.stderr.decode("utf-8", "replace").splitlines() if line.strip()]
+        said = [line for line in lines if line.startswith(("fatal:", "error:"))]  # not the advice after it
+        raise GitFailed(said[0] if said else lines[-1] if lines else f"git {args[0]} failed (exit {done.returncode})")
     return done.stdout
 
 
@@ -77,7 +78,7 @@ def check_url(url: str) -> str:
     """`url` when git may be given it as a repository: never an option, never the `ext::` transport."""
     if not url or url.startswith("-") or "\n" in url or "\0" in url:
         raise PlaybookError(f"{url!r} is not a git repository URL")
-    if url.split("::", 1)[0] in ("ext", "fd") and "::" in url:
+    if url.split("::", 1)[0].lower() in ("ext", "fd") and "::" in url:
         raise PlaybookError(f"{url!r}: the {url.split('::')[0]} transport runs commands; give an ssh, https or path URL")
     return url
 

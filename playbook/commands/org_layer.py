@@ -17,12 +17,15 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
+import msgspec
+
 from eventlog.errors import PlaybookError
 from eventlog.safefiles import create, directory, remove_tree, replace, write_file
 from projections.anchor_proof import record
 from projections.org_check import OrgRefused, verified
-from projections.orgs import (NAME, REFUSED_DIR, FORMAT, OrgEntry, OrgProjection, OrgSettings, entries_of, org_dir,
-                              org_root, read_settings, write_projection, write_settings)
+from projections.orgs import (MAX_ORG_ENTRIES, MAX_ORG_PROJECTION, NAME, REFUSED_DIR, FORMAT, OrgEntries, OrgEntry,
+                              OrgProjection, OrgSettings, entries_of, org_dir, org_root, read_settings,
+                              write_projection, write_settings)
 from projections.quickroads import LOG_NAME, ORG_FETCH_EVERY, SNAPSHOT_NAME, user_dir
 from projections.snapshot import read_snapshot, state_of, write_snapshot
 
@@ -180,6 +183,9 @@ def fetch_one(entry: OrgEntry, quiet: bool) -> tuple[bool, str]:
         incoming = _take_out(here, commit)
         state, position = verified(incoming / LOG_NAME, here / ANCHORS,
                                    incoming / ANCHORS if (incoming / ANCHORS).exists() else None)
+        if (size := len(msgspec.json.encode(entries_of(entry.name, state, scrub=False)))) > MAX_ORG_ENTRIES:
+            raise OrgRefused(f"its key points hold {size >> 20} MiB of text, over the {MAX_ORG_ENTRIES >> 20} MiB "
+                             "an org's injection takes")
     except (GitFailed, OrgRefused) as exc:
         entry.error = f"refused: {exc}"
         _keep_aside(here, root)
@@ -222,12 +228,17 @@ def _keep_aside(here: Path, root: Path) -> None:
 
 def project(found: OrgSettings) -> None:
     """Write the org projection from every org's accepted copy, in the order they were added."""
-    orgs = []
+    orgs: list[OrgEntries] = []
+    size = 0
     for org in found.orgs:
         snapshot = read_snapshot(org_dir(org.name) / SNAPSHOT_NAME)
         if snapshot is None or snapshot.snapshot is None or snapshot.snapshot.log is None:
             continue
-        orgs.append(entries_of(org.name, state_of(snapshot.snapshot)[0]))
+        entries = entries_of(org.name, state_of(snapshot.snapshot)[0])
+        grown = size + len(msgspec.json.encode(entries))
+        if grown <= MAX_ORG_PROJECTION - 4096:  # else the projection would not be read: the first orgs are injected
+            orgs.append(entries)
+            size = grown
     if orgs or org_root().exists():
         write_projection(OrgProjection(FORMAT, orgs))
 

@@ -73,6 +73,10 @@ def set_remote(url: str) -> str:
     """Name the git remote the user-level playbook syncs with; returns the line to show."""
     if not url or url.startswith("-") or any(ch in url for ch in "\n\r\0"):
         raise PlaybookError(f"{url!r} is not a git remote: name a path, an ssh or https URL")
+    transport = url.split("::", 1)[0] if "::" in url else ""
+    if transport.lower() in ("ext", "fd"):
+        raise PlaybookError(f"{url!r}: the {transport} transport runs a command or reads a descriptor, not a "
+                            "remote: name a path, an ssh or https URL")
     if re.match(r"^[a-z][a-z0-9+.-]*://[^/@]*:[^/@]*@", url):
         raise PlaybookError("the URL holds a password, which would be stored in plain text: give the URL without "
                             "it, and let git's credential helper or the ssh agent hold it")

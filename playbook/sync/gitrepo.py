@@ -25,7 +25,8 @@ REMOTE_REF = f"refs/remotes/origin/{BRANCH}"
 LOCAL_REF = f"refs/heads/{BRANCH}"
 LOG_BLOB = "playbook.events.jsonl"
 """The log's name at the top of the remote's tree."""
-SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "protocol.ext.allow=never", "-c", "core.fsmonitor=false",
+SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "protocol.ext.allow=never", "-c", "protocol.fd.allow=never",
+        "-c", "core.fsmonitor=false",
         "-c", "fetch.fsckObjects=true", "-c", "credential.interactive=false", "-c", "core.symlinks=false")
 _DROPPED = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES",
             "GIT_NAMESPACE", "GIT_COMMON_DIR", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
