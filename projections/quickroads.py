@@ -93,10 +93,15 @@ def settings_paths(project: str | os.PathLike[str]) -> tuple[str, str]:
     return os.path.join(config_dir(), SETTINGS_NAME), os.path.join(project, ".claude", SETTINGS_NAME)
 
 
+PROJECTION_FORMAT = "p2"
+"""How this version renders a projection (p2: every key point kept to one line). Part of the settings stamp, so a
+projection an earlier version wrote is not current for this one and is written again."""
+
+
 def settings_stamp(project: str | os.PathLike[str]) -> str:
     """A token that changes whenever a setting that shapes a projection may have: the settings files'
-    modification times and the environment variables in STAMPED_ENV."""
-    parts = []
+    modification times and the environment variables in STAMPED_ENV, after the projections' format."""
+    parts = [PROJECTION_FORMAT]
     for path in settings_paths(project):
         try:
             parts.append(str(os.stat(path).st_mtime_ns))
