@@ -490,3 +490,10 @@ def test_an_org_too_large_to_inject_is_refused_and_the_orgs_before_it_stay_injec
     added.publish()
     refused_in_one_line(capsys, "MiB of text, over the 2 MiB an org's injection takes")
     still_injected(project)
+
+
+def test_an_org_url_with_a_password_is_refused_before_anything_is_stored(project, home, capsys):
+    code, out, err = run(capsys, "org", "add", "https://me:ghp_token123@git.example.invalid/acme/playbook.git")
+    assert code != 0 and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1 and "password" in err and "ghp_token123" not in err + out
+    assert not [p for p in home.rglob("*") if p.is_file() and b"ghp_token123" in p.read_bytes()]

@@ -5,6 +5,7 @@ the history both share, is damaged, hides a secret or is a link is refused in on
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -502,3 +503,24 @@ def test_a_remote_url_that_names_a_command_or_a_descriptor_is_refused_in_one_lin
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 1 and len(lines) == 1 and "transport" in lines[0], done.stderr
     assert not (tmp_path / "ran").exists() and not (laptop.dir / "sync" / "git").exists()
+
+
+def test_doctor_says_what_the_last_sync_said_and_how_to_fix_it(tmp_path: Path, remote: Path) -> None:
+    """A sync runs in the background: a remote that is gone is said by `playbook doctor`, not only in a log."""
+    laptop, = machines(tmp_path, "laptop")
+
+    def sync_check() -> dict:
+        done = laptop.cli("doctor", "--offline", "--json")
+        assert "Traceback" not in done.stdout + done.stderr, done.stderr
+        return {check["name"]: check for check in json.loads(done.stdout)["checks"]}.get("sync")
+
+    assert sync_check() is None  # no remote named: no line
+    laptop.learn("Answer in English")
+    laptop.sync(remote)
+    good = sync_check()
+    assert good["ok"] and good["detail"].startswith("synced with ")
+    remote.rename(tmp_path / "away.git")
+    assert laptop.cli("sync").returncode == 1
+    gone = sync_check()
+    assert not gone["ok"] and not gone["blocks"] and "cannot reach" in gone["detail"]
+    assert "playbook sync" in gone["fix"]

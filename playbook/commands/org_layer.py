@@ -91,6 +91,9 @@ def add(url: str, name: str | None, quiet: bool = False) -> str:
 
 def _add(url: str, name: str | None, quiet: bool) -> str:
     org_git.check_url(url)
+    if _shown_url(url) != url:
+        raise PlaybookError("the URL holds a password, which would be stored in plain text: give the URL without "
+                            "it, and let git's credential helper or the ssh agent hold it")
     if "://" not in url and os.path.exists(url):
         url = os.path.abspath(url)  # a path: git runs in the org's private repository, not here
     name = name if name is not None else name_of(url)

@@ -22,6 +22,7 @@ from projections.repository import PlaybookRepository
 
 from .doctor import Check, Setting, check_backend, check_hooks, check_pythons, failed, ok
 from .doctor_org import check_orgs
+from .doctor_sync import check_sync
 
 LOOKBACK = timedelta(days=30)
 """How far back the learning check reads the log for cycles: from its end, never all of it."""
@@ -203,7 +204,7 @@ def check_injection(setting: Setting) -> list[Check]:
 
 CHECKS: tuple[Callable[[Setting], list[Check]], ...] = (
     check_pythons, check_hooks, check_backend, check_learning, check_budget, check_files, check_log, check_injection,
-    check_orgs)
+    check_orgs, check_sync)
 """Every check, in the order the report shows them."""
 
 
