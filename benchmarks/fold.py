@@ -535,7 +535,7 @@ def _count_fsyncs(fn: Callable[[], Any]) -> int:
 
 def bench_append(table: Table, root: Path, appends: int, seed_events: int) -> dict[str, Any]:
     """Adds its rows to `table`; returns the figures in seconds (p50 / p99, steady and in a row)."""
-    from projections.snapshot import write_atomically
+    from eventlog.safefiles import write_file
 
     steady_dir, growing_dir = root / "steady" / ".claude", root / "growing" / ".claude"
     repo = prepared_repository(steady_dir, seed_events, live=300)
@@ -553,7 +553,7 @@ def bench_append(table: Table, root: Path, appends: int, seed_events: int) -> di
         finally:
             os.close(fd)
         for path, data in saved.items():
-            write_atomically(path, data)
+            write_file(path, data, path.parent)
 
     fsyncs = _count_fsyncs(lambda: _append_10_adds(steady_dir, "count"))
     reset()
@@ -598,7 +598,7 @@ def bench_append_scale(table: Table, root: Path, appends: int, small: int = 50, 
     long-lived process keeps it); the first append after a reset finds the files changed under it and reads
     them again, as it would after another process's write."""
     from projections.repository import PlaybookRepository
-    from projections.snapshot import write_atomically
+    from eventlog.safefiles import write_file
 
     projects = {}
     for size in (small, large):
@@ -616,7 +616,7 @@ def bench_append_scale(table: Table, root: Path, appends: int, small: int = 50, 
             if path.is_file() and path != log_path and path not in saved and not path.name.endswith(".lock"):
                 path.unlink()
         for path, data in saved.items():
-            write_atomically(path, data)
+            write_file(path, data, path.parent)
 
     fsyncs = {size: _count_fsyncs(lambda size=size: _append_10_adds(projects[size][0], "count")) for size in projects}
     for size in projects:
