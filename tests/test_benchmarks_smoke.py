@@ -44,3 +44,13 @@ def test_the_sync_benchmark_converges_and_prints_its_figures(tmp_path):
     assert figures["identical"] is True and figures["lost"] == 0 and figures["doubled"] == 0
     assert figures["verify"] == "clean" and figures["syncs"] == 3 * 4 and figures["lessons"] >= 6
     assert met_targets(figures) == (float(figures["merge_median_s"]) < 1.0)
+
+
+@pytest.mark.slow
+def test_the_append_benchmarks_run_and_put_the_log_back_between_appends(tmp_path):
+    from benchmarks.fold import Table, bench_append, bench_append_scale
+
+    table = Table()
+    figures = bench_append(table, tmp_path / "one", appends=4, seed_events=300)
+    scale = bench_append_scale(table, tmp_path / "two", appends=4, small=50, large=300, run=2)
+    assert figures and scale and not [row for row in table.rows if "could not run" in row[1]]
