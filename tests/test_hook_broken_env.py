@@ -5,25 +5,20 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.test_notice import venv_with_this_package
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
 def broken_python(tmp_path_factory: pytest.TempPathFactory) -> str:
-    venv = tmp_path_factory.mktemp("broken") / "venv"
-    subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip", str(venv)],
-                   check=True)
-    python = str(venv / "bin" / "python")
-    site = subprocess.run([python, "-I", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                          capture_output=True, text=True, check=True).stdout.strip()
-    (Path(site) / "playbook_root.pth").write_text(f"{ROOT}\n")
-    (Path(site) / "msgspec").mkdir()
-    (Path(site) / "msgspec" / "__init__.py").write_text('raise ImportError("msgspec/_core.so: cannot open shared object file")\n')
+    python, site = venv_with_this_package(tmp_path_factory.mktemp("broken") / "venv")
+    (site / "msgspec").mkdir()
+    (site / "msgspec" / "__init__.py").write_text('raise ImportError("msgspec/_core.so: cannot open shared object file")\n')
     return python
 
 

@@ -117,17 +117,22 @@ def test_the_first_session_start_says_why_and_the_second_the_same_day_does_not(p
 # --- a broken environment --------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def without_msgspec(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A virtual environment that has this package on its path but no msgspec."""
-    venv = tmp_path_factory.mktemp("no-msgspec") / "venv"
+def venv_with_this_package(venv: Path) -> tuple[str, Path]:
+    """A virtual environment at `venv` with this package on its path and nothing installed: its python and its
+    site-packages."""
     subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip", str(venv)],
                    check=True)
     python = str(venv / "bin" / "python")
     site = subprocess.run([python, "-I", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                           capture_output=True, text=True, check=True).stdout.strip()
     (Path(site) / "playbook_root.pth").write_text(f"{ROOT}\n")
-    return python
+    return python, Path(site)
+
+
+@pytest.fixture(scope="module")
+def without_msgspec(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A virtual environment that has this package on its path but no msgspec."""
+    return venv_with_this_package(tmp_path_factory.mktemp("no-msgspec") / "venv")[0]
 
 
 @pytest.mark.slow

@@ -10,12 +10,12 @@ import os
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
 
+from benchmarks.sync import machine
 from eventlog.decide import ApplyOperations
 from eventlog.events import Cause, KeyPointAdded
 from eventlog.store import LogReader
@@ -39,19 +39,9 @@ class Machine:
         self.dir = self.config / "playbook"
         self.log = self.dir / LOG_NAME
 
-    @contextmanager
-    def on(self) -> Iterator[None]:
-        saved = {key: os.environ.get(key) for key in ("CLAUDE_CONFIG_DIR", "PLAYBOOK_USER_DIR")}
-        os.environ.pop("PLAYBOOK_USER_DIR", None)
-        os.environ["CLAUDE_CONFIG_DIR"] = str(self.config)
-        try:
-            yield
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+    def on(self) -> AbstractContextManager[None]:
+        """This machine's Claude Code directory in the environment, for the length of a block."""
+        return machine(self.config)
 
     def learn(self, *texts: str) -> None:
         with self.on():
@@ -459,7 +449,7 @@ def test_a_remote_that_dropped_a_transaction_is_refused_rather_than_undoing_it_h
         log.write_bytes(log.read_bytes()[: ends[-1]])
 
     tamper(remote, tmp_path, drop_last)
-    line = refused_once(desktop, "dropped 1 transaction")
+    refused_once(desktop, "dropped 1 transaction")
     assert "Prefer short answers" in {kp.text for kp in _entries(desktop)}
 
 

@@ -14,7 +14,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 from projections.quickroads import (INJECTION_NAME, LOG_NAME, MAX_PROJECTION_BYTES, ORG_DIR, ORG_FETCH_EVERY,
                                     ORG_FETCH_STARTED, ORG_SETTINGS, SNAPSHOT_NAME, claude_outside, current_body,
-                                    org_mark, user_dir)
+                                    exit_now, org_mark, user_dir)
 from projections.quickjson import json_quote
 from projections.quicknotice import (MISSING_PYTHON, due_notice, environment_line, hook_line, missing_python_line,
                                      storage_line)
@@ -169,10 +169,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    code = main()
-    for stream in (sys.stdout, sys.stderr):  # what was written goes out; the interpreter's teardown is skipped
-        try:
-            stream.flush()
-        except (OSError, ValueError, AttributeError):  # a reader gone, or no stream: nothing more to say
-            pass
-    os._exit(code)
+    exit_now(main())

@@ -11,16 +11,11 @@ nothing and exits 0.
 import os
 import sys
 
-try:  # the C half of `json`, without the rest: `import json` brings in `re` and `enum`, tens of ms
-    from _json import encode_basestring_ascii as _quote
-except ImportError:  # pragma: no cover - an interpreter without the accelerator
-    from json.encoder import encode_basestring_ascii as _quote
-
 # The package's root, beside this file, for the quick roads' contract: absolute, never the current directory.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 from projections.quickroads import (LOG_NAME, MAX_INDEX_BYTES, RECALL_FORMAT, RECALL_NAME, claude_outside,
-                                    current_body, terms, too_large_to_fold)
-from projections.quickjson import json_string, top_level_strings
+                                    current_body, exit_now, terms, too_large_to_fold)
+from projections.quickjson import json_quote, json_string, top_level_strings
 
 MAX_PROMPT_CHARS = 20_000
 MIN_SCORE = 2.5
@@ -142,17 +137,11 @@ def main() -> int:
         text = ("Key points from this project's playbook that may bear on this request (left out at the session's "
                 "start to save context); cite them as [id] when you apply them:\n" + "\n".join(chosen))
         sys.stdout.write('{"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": '
-                         + _quote(text) + "}}\n")
+                         + json_quote(text) + "}}\n")
     except Exception as exc:  # a prompt must go through whatever is wrong with the index
         print(f"playbook: no key points recalled for this prompt: {type(exc).__name__}", file=sys.stderr)
     return 0
 
 
 if __name__ == "__main__":
-    code = main()
-    for stream in (sys.stdout, sys.stderr):  # what was written goes out; the interpreter's teardown is skipped
-        try:
-            stream.flush()
-        except (OSError, ValueError, AttributeError):  # a reader gone, or no stream: nothing more to say
-            pass
-    os._exit(code)
+    exit_now(main())

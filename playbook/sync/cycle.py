@@ -28,7 +28,8 @@ from eventlog.safefiles import directory, remove_file, replace
 from projections.anchor_proof import check
 from projections.anchors import AnchorFileError, anchors_path
 from projections.foreign_log import MAX_FOREIGN_BYTES, ForeignLogRefused, check_foreign, missing_from
-from projections.merge import MergeOutcome, MergeRefused, common_prefix, merge_logs, write_merged
+from projections.merge import MergeOutcome, MergeRefused, merge_logs, write_merged
+from projections.merge_reading import common_prefix
 from projections.checkpoints import clear
 from projections.quickroads import CHECKPOINT_DIR, LOG_NAME
 from projections.repository import PlaybookRepository
