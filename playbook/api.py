@@ -136,7 +136,7 @@ def _new_dict(playbook: dict[str, Any], state: PlaybookState) -> LoadedPlaybook:
 def _scrubbed(value: Any, what: str) -> Any:
     """`value` (an extraction result, operations) with its secrets redacted, as the learner redacts a model's
     reply; one line on stderr says which kinds, if any."""
-    from projections.scrub import Redactor  # detect-secrets: loaded by the calls that take in texts
+    from projections.redactor import Redactor  # detect-secrets: loaded by the calls that take in texts
 
     redactor = Redactor()
     scrubbed = redactor.value(value)
@@ -226,7 +226,7 @@ def _scrub_in_place(playbook: dict[str, Any]) -> None:
     """Redact the secrets of `playbook` where they are, so that the caller's dict says what the log will; one
     line on stderr says which kinds, if any. What a caller wrote into the dict by hand enters the log
     like a model's reply, and is scrubbed like one."""
-    from projections.scrub import Redactor  # detect-secrets: loaded by a save, not by a read
+    from projections.redactor import Redactor  # detect-secrets: loaded by a save, not by a read
 
     redactor = Redactor()
     redactor.in_place(playbook)

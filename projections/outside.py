@@ -210,7 +210,7 @@ def scrubbed_content(data: Any, note: str) -> Scrubbed:
 
     Whatever a hand edit or an old file holds enters the log and every later session the same way a
     model's reply would: it is scrubbed like one."""
-    from .scrub import Redactor  # detect-secrets: loaded only when there is a file to take in
+    from .redactor import Redactor  # detect-secrets: loaded only when there is a file to take in
 
     redactor = Redactor()
     scrubbed = redactor.value(data)

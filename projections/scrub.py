@@ -16,6 +16,7 @@ load it only when there is a text to scrub: detect-secrets is kept off the Sessi
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -43,7 +44,7 @@ from detect_secrets.plugins.twilio import TwilioKeyDetector
 
 from .secret_runs import matches
 
-__all__ = ["Finding", "KIND_NAMES", "REDACTION", "Redactor", "find_secrets", "scrub", "scrub_value"]
+__all__ = ["Finding", "REDACTION", "find_secrets", "rebuilt", "redacted", "scrub", "scrub_value"]
 
 REDACTION = "[REDACTED:{kind}]"
 # A redaction already in the text is never taken for a secret (scrubbing is idempotent).
@@ -258,6 +259,22 @@ def _aws_secret(match: re.Match[str], text: str) -> bool:
 
 def find_secrets(text: str) -> list[Finding]:
     """The secrets in `text`, in order, none overlapping (the earliest, then the longest, wins)."""
+    if len(text) <= _REMEMBERED_LENGTH:
+        return list(_remembered(text))
+    return _found(text)
+
+
+_REMEMBERED_LENGTH = 4096
+"""Texts up to this long (key points, names, settings) are scanned once a process: a save scrubs the whole
+playbook again, and its texts are the same from one save to the next."""
+
+
+@functools.lru_cache(maxsize=8192)
+def _remembered(text: str) -> tuple[Finding, ...]:
+    return tuple(_found(text))
+
+
+def _found(text: str) -> list[Finding]:
     found = sorted(_candidates(text), key=lambda f: (f.start, -f.end))
     kept: list[Finding] = []
     for finding in found:
@@ -273,10 +290,10 @@ def scrub(text: str) -> str:
     """`text` with each secret replaced by `[REDACTED:<kind>]`; text without secrets is returned as it is."""
     if not isinstance(text, str) or not text:
         return text
-    return _redacted(text, find_secrets(text))
+    return redacted(text, find_secrets(text))
 
 
-def _redacted(text: str, findings: list[Finding]) -> str:
+def redacted(text: str, findings: list[Finding]) -> str:
     if not findings:
         return text
     parts: list[str] = []
@@ -291,10 +308,10 @@ def _redacted(text: str, findings: list[Finding]) -> str:
 
 def scrub_value(value: Any) -> Any:
     """`value` with every string inside it scrubbed (dicts, lists and tuples are rebuilt, not changed)."""
-    return _rebuilt(value, scrub)
+    return rebuilt(value, scrub)
 
 
-def _rebuilt(value: Any, text: Callable[[str], str]) -> Any:
+def rebuilt(value: Any, text: Callable[[str], str]) -> Any:
     """`value` with `text` applied to every string in it, keys included; dicts, lists and tuples are rebuilt.
 
     Without recursion: a playbook.json written by hand or by a hostile repository can nest deeper than
@@ -326,74 +343,3 @@ def _rebuilt(value: Any, text: Callable[[str], str]) -> Any:
             if not stack:
                 return built
             stack[-1][2].append((key, built))
-
-
-# How the one line that says what was redacted names each kind.
-KIND_NAMES: dict[str, str] = {
-    "anthropic-api-key": "Anthropic API key", "google-api-key": "Google API key",
-    "aws-access-key": "AWS access key ID", "aws-secret-key": "AWS secret key", "openai-api-key": "OpenAI API key",
-    "github-token": "GitHub token", "gitlab-token": "GitLab token", "slack-token": "Slack token",
-    "slack-webhook": "Slack webhook", "stripe-key": "Stripe key", "url-password": "password in a URL",
-    "bearer-token": "bearer token", "npm-token": "npm token", "pypi-token": "PyPI token",
-    "sendgrid-key": "SendGrid key", "twilio-key": "Twilio key", "mailchimp-key": "Mailchimp key",
-    "discord-token": "Discord bot token", "telegram-token": "Telegram bot token",
-    "square-secret": "Square OAuth secret", "artifactory-token": "Artifactory token",
-    "azure-storage-key": "Azure storage key", "private-key": "private key", "jwt": "JWT",
-    "secret-assignment": "value of a secret-named setting",
-}
-
-
-class Redactor:
-    """Scrubs the texts of one input (a command's argument, a playbook.json) and keeps the kinds it redacted,
-    so that what was taken out can be said once, without the values."""
-
-    def __init__(self) -> None:
-        self.kinds: list[str] = []
-
-    def text(self, text: str) -> str:
-        """`text` scrubbed, its redactions counted."""
-        if not isinstance(text, str) or not text:
-            return text
-        findings = find_secrets(text)
-        self.kinds.extend(finding.kind for finding in findings)
-        return _redacted(text, findings)
-
-    def value(self, value: Any) -> Any:
-        """`value` with every string inside it scrubbed and counted, as `scrub_value` does."""
-        return _rebuilt(value, self.text)
-
-    def in_place(self, value: dict[Any, Any] | list[Any]) -> None:
-        """Scrub and count every string inside `value` where it is, keys included: the caller's own dicts and
-        lists then say what the log will (a tuple inside is replaced by a scrubbed copy). A dict or list met
-        twice (shared) is scrubbed once."""
-        stack: list[dict[Any, Any] | list[Any]] = [value]
-        seen: set[int] = set()
-        while stack:
-            container = stack.pop()
-            if id(container) in seen:
-                continue
-            seen.add(id(container))
-            if isinstance(container, dict):
-                keys = list(container)
-                renamed = [self.text(key) if isinstance(key, str) else key for key in keys]
-                if renamed != keys:
-                    values = list(container.values())
-                    container.clear()
-                    container.update(zip(renamed, values))
-                slots: list[Any] = list(container)
-            else:
-                slots = list(range(len(container)))
-            for slot in slots:
-                child = container[slot]
-                if isinstance(child, (dict, list)):
-                    stack.append(child)
-                elif isinstance(child, (str, tuple)):
-                    container[slot] = self.value(child)
-
-    def said(self) -> str | None:
-        """`redacted 2 secrets (GitHub token, npm token)`, or None when nothing was redacted."""
-        if not self.kinds:
-            return None
-        count = len(self.kinds)
-        names = ", ".join(dict.fromkeys(KIND_NAMES.get(kind, kind) for kind in self.kinds))
-        return f"redacted {count} secret{'' if count == 1 else 's'} ({names})"

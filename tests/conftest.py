@@ -24,3 +24,25 @@ def _user_level_playbook(tmp_path_factory, monkeypatch):
     (the tests of the user-level playbook turn this off)."""
     monkeypatch.setenv("PLAYBOOK_USER_DIR", str(tmp_path_factory.mktemp("user-level") / "playbook"))
     monkeypatch.setenv("PLAYBOOK_PREFERENCES_PER_PROJECT", "1")
+
+
+# Modules whose module-scoped fixture builds something large (a virtual environment of the system Python, a log of
+# 200,000 events, an anchored log and its copy, a browser): each runs whole on one pytest-xdist worker, so that is
+# built once a run; the scheduler hands out its largest units first (by number of tests), so no worker is left
+# with one of them at the end while the other has nothing to do.
+ONE_WORKER_MODULES = ("tests/test_system_python.py", "tests/test_crash_campaign.py", "tests/test_interrupts.py",
+                      "tests/test_page.py")
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, which a run may leave out
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    if config.getvalue("dist") != "load":
+        return None  # a distribution the run asked for by name
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModulesWholeElseEachTest(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if module in ONE_WORKER_MODULES else nodeid
+
+    return ModulesWholeElseEachTest(config, log)

@@ -11,7 +11,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -32,9 +31,11 @@ def playbook(project: Path, *args: str, **kwargs: object) -> subprocess.Complete
 def killed(args: list[str], rng: random.Random, longest: float) -> None:
     process = subprocess.Popen([sys.executable, "-m", "playbook", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
-    time.sleep(rng.uniform(0.05, longest))
-    process.send_signal(signal.SIGKILL)
-    process.wait(timeout=60)
+    try:
+        process.wait(timeout=rng.uniform(0.05, longest))  # ended before its moment came: nothing to kill
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=60)
 
 
 def whole(log: Path) -> list[str]:

@@ -71,7 +71,7 @@ def wait_for_learning(repo: PlaybookRepository, count: int, timeout: float = 90)
         done = [t for t in repo.store.read() if any(isinstance(e, LearningCompleted) for e in t.events)]
         if len(done) >= count:
             return done
-        time.sleep(0.25)
+        time.sleep(0.05)
     log = (repo.claude_dir / "playbook.learn.log")
     raise AssertionError(f"no learning transaction; learner log: {log.read_text() if log.exists() else '(none)'}")
 

@@ -230,7 +230,7 @@ def wait_for_ready(data: Path, timeout: float = 240) -> Path:
             return stamps[0].parent
         failed = list(data.glob("*/setup-failed.json"))
         assert not failed, failed[0].read_text() + (failed[0].parent / "setup.log").read_text()
-        time.sleep(0.25)
+        time.sleep(0.05)
     logs = "".join(log.read_text() for log in data.glob("*/setup.log"))
     raise AssertionError(f"the plugin's environment was not set up in {timeout} s: {logs}")
 

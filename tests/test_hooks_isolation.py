@@ -99,7 +99,7 @@ def wait_for_learners(project: Path, timeout: float = 60) -> None:
         with learning_lock(project):
             if not repo.current()[0].pending:
                 return
-        time.sleep(0.2)
+        time.sleep(0.05)
     raise AssertionError("the learners did not finish: " + (project / ".claude" / "playbook.learn.log").read_text())
 
 

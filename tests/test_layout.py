@@ -5,6 +5,7 @@ notes list every module there is."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import sys
 from pathlib import Path
@@ -45,7 +46,10 @@ def imported(name: str, path: Path) -> set[str]:
     return {module for module in found if module in KNOWN and module != name}
 
 
-GRAPH = {name: imported(name, path) for name, path in KNOWN.items()}
+@functools.cache
+def graph() -> dict[str, set[str]]:
+    """Which modules of ours each imports; parsed when a test first asks, not while the run collects."""
+    return {name: imported(name, path) for name, path in KNOWN.items()}
 
 
 def circles(names: set[str]) -> list[list[str]]:
@@ -60,7 +64,7 @@ def circles(names: set[str]) -> list[list[str]]:
         index[node] = low[node] = len(index)
         stack.append(node)
         on_stack.add(node)
-        for nxt in sorted(GRAPH[node] & names):
+        for nxt in sorted(graph()[node] & names):
             if nxt not in index:
                 visit(nxt)
                 low[node] = min(low[node], low[nxt])
@@ -90,13 +94,13 @@ def test_no_import_circle_inside_a_package(package: str) -> None:
 
 
 def test_circles_are_found_when_there_is_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(GRAPH, "eventlog.domain", GRAPH["eventlog.domain"] | {"eventlog.registry"})
+    monkeypatch.setitem(graph(), "eventlog.domain", graph()["eventlog.domain"] | {"eventlog.registry"})
     names = {name for name in KNOWN if name.startswith("eventlog")}
     assert any("eventlog.domain" in group and "eventlog.registry" in group for group in circles(names))
 
 
 def test_imports_point_down_the_layers() -> None:
-    upward = [(name, target) for name, targets in GRAPH.items() for target in targets
+    upward = [(name, target) for name, targets in graph().items() for target in targets
               if LAYER[target.split(".")[0]] > LAYER[name.split(".")[0]]]
     assert upward == []
 
@@ -125,7 +129,7 @@ def test_a_hook_script_imports_only_the_standard_library_and_the_contract(script
 
 def test_nothing_imports_a_script() -> None:
     importers = {name: sorted(targets & set(HOOK_SCRIPTS) - {"playbook.quick.launch"})
-                 for name, targets in GRAPH.items()}
+                 for name, targets in graph().items()}
     assert {name: targets for name, targets in importers.items() if targets} == {}
 
 

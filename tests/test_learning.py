@@ -266,7 +266,7 @@ def test_parallel_subagents_finishing_together_all_land(project, tmp_path, monke
             done = [e for t in transactions(project) for e in t.events if isinstance(e, LearningCompleted)]
             if len(done) == 4:
                 break
-            time.sleep(0.2)
+            time.sleep(0.05)
     assert sorted(e.transcript for e in done) == sorted(map(str, paths))
     assert texts(project)["pat-001"][1] == 4
     assert_no_secret(project)

@@ -377,7 +377,7 @@ def test_a_session_start_fetches_a_day_old_org_in_the_background_once(added, pro
     deadline = time.monotonic() + 60
     while "ctx-002" not in projection_path().read_text():
         assert time.monotonic() < deadline, "the background fetch did not bring the org's new key point"
-        time.sleep(0.2)
+        time.sleep(0.05)
     assert "[org:acme/ctx-002] helpful=0 harmful=0 :: deploys go through the release train" in session_start(project)
 
 

@@ -188,7 +188,7 @@ def test_a_learning_cycle_sends_records_and_prints_no_planted_secret(tmp_path, b
             state = PlaybookRepository(project / ".claude").state()
             if not state.pending:
                 break
-            time.sleep(0.2)
+            time.sleep(0.05)
         outputs = [hook] + [_run([*args, "--project", str(project)], env) for args in (
             ["learn", "--pending"], ["show"], ["log", "-v"], ["log", "--json"], ["history", "pat-001"],
             ["history", "ctx-001"], ["stats"], ["verify"])]

@@ -24,7 +24,7 @@ from tests.secret_corpus import PLANTED, all_planted
 
 ROOT = Path(__file__).resolve().parent.parent
 KINDS = sorted(PLANTED)
-# How the line that says what was redacted names each kind (`projections.scrub.KIND_NAMES`).
+# How the line that says what was redacted names each kind (`projections.redactor.KIND_NAMES`).
 NAMES = {"aws-access-key": "AWS access key ID", "aws-secret-key": "AWS secret key", "github-token": "GitHub token",
          "npm-token": "npm token", "url-password": "password in a URL", "private-key": "private key", "jwt": "JWT",
          "secret-assignment": "value of a secret-named setting"}

@@ -86,7 +86,7 @@ def wait_for_ready(data: Path, timeout: float = 600) -> None:
         if (data / "venv" / "playbook-ready").exists():
             return
         assert not (data / "setup-failed.json").exists(), (data / "setup.log").read_text()
-        time.sleep(0.25)
+        time.sleep(0.05)
     raise AssertionError("the set-up did not finish: " + (data / "setup.log").read_text())
 
 

@@ -96,7 +96,7 @@ def test_the_user_level_playbook_under_concurrent_sessions_of_two_projects(tmp_p
                     for name, repo in repos.items()}
             if all(count == SESSIONS for count in done.values()):
                 break
-            time.sleep(0.25)
+            time.sleep(0.05)
         logs = "".join((p / ".claude" / "playbook.learn.log").read_text() for p in projects.values())
         assert all(count == SESSIONS for count in done.values()), (done, logs)
 

@@ -82,7 +82,7 @@ def _cause(verb: Verb, detail: str, said: str | None) -> Cause:
 
 def _scrubbed(text: str) -> tuple[str, str | None]:
     """`text` with its secrets redacted, and `redacted N secrets (kinds)` when there were any."""
-    from projections.scrub import Redactor  # detect-secrets: loaded for a typed text, not for `undo`
+    from projections.redactor import Redactor  # detect-secrets: loaded for a typed text, not for `undo`
 
     redactor = Redactor()
     return redactor.text(text), redactor.said()

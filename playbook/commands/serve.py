@@ -120,6 +120,7 @@ class PageServer(ThreadingHTTPServer):
     away, else one line on stderr, never a traceback."""
 
     daemon_threads = True
+    request_queue_size = 128  # held by the kernel until accepted; past it a client waits a second to try again
 
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
         super().__init__(address, handler)
