@@ -1,9 +1,20 @@
 """Test settings shared by every test module."""
 
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+# The tests' files go to a RAM disk when the machine has one and the run named no place of its own: thousands of
+# appends each end in fsync, which on a disk costs a millisecond or more and on tmpfs nothing. What the tests
+# check does not rest on a disk's timing (a crash here is a killed process, not a lost power supply).
+_RAM = Path("/dev/shm")
+if "TMPDIR" not in os.environ and _RAM.is_dir() and os.access(_RAM, os.W_OK) and shutil.disk_usage(_RAM).free > 2**31:
+    os.environ["TMPDIR"] = str(_RAM)  # the processes the tests start keep their temporary files there too
+    tempfile.tempdir = None  # asked again at the next use
 
 # In CI, hypothesis draws the same examples every run, so main stays green unless the code changes;
 # locally it explores anew each time (that is where new counterexamples are found).
