@@ -2,6 +2,7 @@
 
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -15,6 +16,10 @@ _RAM = Path("/dev/shm")
 if "TMPDIR" not in os.environ and _RAM.is_dir() and os.access(_RAM, os.W_OK) and shutil.disk_usage(_RAM).free > 2**31:
     os.environ["TMPDIR"] = str(_RAM)  # the processes the tests start keep their temporary files there too
     tempfile.tempdir = None  # asked again at the next use
+
+# pytest keeps the test modules it rewrote for their asserts, as it does by default, also where the environment
+# asks Python to write no bytecode: rewriting all of them again costs every worker some ten seconds a run.
+sys.dont_write_bytecode = False
 
 # In CI, hypothesis draws the same examples every run, so main stays green unless the code changes;
 # locally it explores anew each time (that is where new counterexamples are found).

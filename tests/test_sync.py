@@ -333,10 +333,10 @@ def test_learning_starts_a_detached_sync_at_most_every_n_minutes(tmp_path: Path,
         after_learning(project)
     deadline = time.monotonic() + 60
     while b"Prefer short answers" not in laptop.log.read_bytes() and time.monotonic() < deadline:
-        time.sleep(0.2)
+        time.sleep(0.05)
     assert b"Prefer short answers" in laptop.log.read_bytes()
     while "synced" not in (laptop.dir / "sync" / "status").read_text() and time.monotonic() < deadline:
-        time.sleep(0.2)
+        time.sleep(0.05)
     assert sync_log.exists() and "Traceback" not in sync_log.read_text()
     monkeypatch.setenv("PLAYBOOK_SYNC_MINUTES", "0")
     time.sleep(0.2)
