@@ -149,6 +149,6 @@ def test_the_learning_hooks_import_neither_anthropic_nor_asyncio():
     # A SessionEnd hook records the request and starts the learner: Claude Code waits for it,
     # so it must not pay for the model client or the event loop the learner alone needs.
     code = ("import sys, playbook.commands.cli, playbook.wiring.hooks, playbook.learner.learn;"
-            "print(sorted(m for m in ('anthropic', 'asyncio', 'httpx') if m in sys.modules))")
+            "print(sorted(m for m in ('anthropic', 'asyncio', 'requests') if m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"

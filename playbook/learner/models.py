@@ -1,9 +1,8 @@
-"""The reflector and curator model calls: the only module that imports `anthropic`.
+"""The reflector and curator model calls, through the Messages API (`messages_api`) or the Claude Code CLI.
 
-Configuration comes from the environment (see `model_config`). Retries are ours:
-`MAX_RETRIES` attempts in total, exponential backoff from `BASE_DELAY` with jitter,
-honouring `retry-after`; timeouts, connection errors, 429 and 5xx are retried,
-other 4xx fail at once. The SDK's own retries are off so the two never multiply.
+Configuration comes from the environment (see `model_config`). Retries: `MAX_RETRIES`
+attempts in total, exponential backoff from `BASE_DELAY` with jitter, honouring
+`retry-after`; timeouts, connection errors, 429 and 5xx are retried, other 4xx fail at once.
 """
 
 from __future__ import annotations
@@ -16,8 +15,6 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-import anthropic
-
 from eventlog.commands import ModelCall
 from eventlog.errors import PlaybookError
 from eventlog.events import encodable_json
@@ -26,6 +23,7 @@ from projections.render import load_template
 from projections.scrub import scrub, scrub_value
 
 from .backend import DEFAULT_MODEL, ModelConfig, model_config  # noqa: F401  (part of this module's interface)
+from .messages_api import CallFailed, ReplyUnreadable, create, headers
 from playbook.wiring.diagnostics import is_diagnostic_mode, save_diagnostic, warn
 from .prompting import Playbook, curator_prompt, reflector_prompt, render_messages
 from .replies import build_playbook_dict, extract_json, parse_curator_reply, parse_extraction_reply
@@ -49,29 +47,8 @@ def _base_delay() -> float:
         return BASE_DELAY
 
 
-def _retry_after(exc: Exception) -> float | None:
-    response = getattr(exc, "response", None)
-    value = response.headers.get("retry-after") if response is not None else None
-    try:
-        return max(float(value), 0.0) if value is not None else None
-    except ValueError:
-        return None
-
-
-def _retryable(exc: Exception) -> bool:
-    if isinstance(exc, (anthropic.APITimeoutError, anthropic.APIConnectionError, anthropic.RateLimitError)):
-        return True
-    return isinstance(exc, anthropic.APIStatusError) and exc.status_code >= 500
-
-
-def _describe(exc: Exception) -> str:
-    status = getattr(exc, "status_code", None)
-    name = type(exc).__name__
-    return f"{name} (HTTP {status})" if status else name
-
-
 def _count(usage: Any, field: str) -> int:
-    value = getattr(usage, field, None)
+    value = usage.get(field) if isinstance(usage, dict) else None
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
@@ -103,7 +80,7 @@ async def _through_claude(prompt: str, config: ModelConfig, role: ModelRole, cal
 def _measured(role: ModelRole, config: ModelConfig, attempt: int, started: float, reply: Any = None,
               error: str | None = None, outcome: CallOutcome = "ok") -> ModelCall:
     """One attempt as a usage record: the tokens the reply reports (none for a failed attempt)."""
-    usage = getattr(reply, "usage", None)
+    usage = reply.get("usage") if isinstance(reply, dict) else None
     return ModelCall(
         role=role, model=config.model, backend="api", attempt=attempt,
         outcome=outcome,
@@ -125,34 +102,29 @@ async def complete(prompt: str, config: ModelConfig, role: ModelRole = "reflecto
     calls = [] if calls is None else calls
     if config.backend == "cli":
         return await _through_claude(prompt, config, role, calls)
-    client = anthropic.AsyncAnthropic(api_key=config.api_key, auth_token=config.auth_token,
-                                      base_url=config.base_url, max_retries=0, timeout=REQUEST_TIMEOUT)
-    try:
-        for attempt in range(1, MAX_RETRIES + 1):
-            text = await _attempt(client, prompt, config, role, attempt, calls)
-            if text is not None:
-                # ...and never enter the log: everything the learner records comes from this text.
-                return scrub(_redact(text, config))
-        raise ModelError("model call failed")  # unreachable: the last attempt returns or raises
-    finally:
-        await client.close()
+    sent = headers(config.api_key, config.auth_token)
+    for attempt in range(1, MAX_RETRIES + 1):
+        text = await _attempt(sent, prompt, config, role, attempt, calls)
+        if text is not None:
+            # ...and never enter the log: everything the learner records comes from this text.
+            return scrub(_redact(text, config))
+    raise ModelError("model call failed")  # unreachable: the last attempt returns or raises
 
 
-async def _attempt(client: anthropic.AsyncAnthropic, prompt: str, config: ModelConfig, role: ModelRole,
+async def _attempt(sent: dict[str, str], prompt: str, config: ModelConfig, role: ModelRole,
                    attempt: int, calls: list[ModelCall]) -> str | None:
     """One attempt, appended to `calls`: the reply's text, or None once it is time for the next attempt.
 
     Raises ModelError for a failure not worth retrying, or the last attempt's."""
     started = _clock()
+    payload = {"model": config.model, "max_tokens": MAX_TOKENS, "messages": [{"role": "user", "content": prompt}]}
     try:
-        reply = await client.messages.create(
-            model=config.model, max_tokens=MAX_TOKENS, messages=[{"role": "user", "content": prompt}]
-        )
-    except anthropic.APIError as exc:
-        calls.append(_measured(role, config, attempt, started, error=_describe(exc), outcome="error"))
-        if not _retryable(exc) or attempt == MAX_RETRIES:
-            raise ModelError(f"model call failed after {attempt} attempt(s): {_describe(exc)}") from exc
-        delay = _retry_after(exc)
+        reply = await create(config.base_url, sent, payload, REQUEST_TIMEOUT)
+    except CallFailed as exc:
+        calls.append(_measured(role, config, attempt, started, error=str(exc), outcome="error"))
+        if not exc.retryable or attempt == MAX_RETRIES:
+            raise ModelError(f"model call failed after {attempt} attempt(s): {exc}") from exc
+        delay = exc.retry_after
         if delay is None:
             base = _base_delay()
             delay = base * 2 ** (attempt - 1) + random.uniform(0, base / 2)
@@ -162,12 +134,11 @@ async def _attempt(client: anthropic.AsyncAnthropic, prompt: str, config: ModelC
         # The cycle's deadline: the call may still be billed, and the record says it was cut.
         calls.append(_measured(role, config, attempt, started, error="deadline", outcome="cancelled"))
         raise
-    except (ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
-        # A 200 whose body is not a Messages reply (not JSON, a list, nested 100k deep,
-        # `"text": null`): the SDK raises these, not APIError. Unhandled, they killed the
-        # learner and left the request pending for the next learner to die on too.
+    except ReplyUnreadable as exc:
+        # A 200 whose body is not a Messages reply (not JSON, a list, nested 100k deep): unhandled, it
+        # killed the learner and left the request pending for the next learner to die on too.
         calls.append(_measured(role, config, attempt, started, error=type(exc).__name__, outcome="error"))
-        raise ModelError(f"the model's reply could not be read: {type(exc).__name__}") from exc
+        raise ModelError(f"the model's reply could not be read: {exc}") from exc
     try:
         text = _reply_text(reply)
     except ModelError as exc:
@@ -193,13 +164,14 @@ def _redact(text: str, config: ModelConfig) -> str:
     return text
 
 
-def _reply_text(reply: Any) -> str:
+def _reply_text(reply: dict[str, Any]) -> str:
     """The text blocks of a reply, joined; blocks that are not text (or whose text is not a string) are ignored."""
-    content = getattr(reply, "content", None)
+    content = reply.get("content")
     if not isinstance(content, list):
         raise ModelError(f"the model's reply has no content list ({type(content).__name__})")
     return "".join(text for block in content
-                   if getattr(block, "type", "") == "text" and isinstance(text := getattr(block, "text", None), str))
+                   if isinstance(block, dict) and block.get("type") == "text"
+                   and isinstance(text := block.get("text"), str))
 
 
 def _decoded(data: Any) -> Any:

@@ -1,0 +1,109 @@
+"""One request to the Messages API (`POST /v1/messages`): the reply's JSON, or the failure as the learner records it.
+
+Over `requests` (which detect-secrets brings already): its CA bundle, proxy settings and timeouts. The learner
+asks two questions a cycle and reads only the reply's text blocks and usage, so a model SDK (a second of start-up
+and a dozen packages for the plugin to install) is not needed. The call runs in a daemon thread: a cycle cut by
+its deadline returns at once, and the process never waits at its exit for a call nobody reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from typing import Any
+
+import requests
+
+API_VERSION = "2023-06-01"
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+
+# What the Anthropic SDKs call an error of each status, so that the records read the same whichever wrote them.
+_STATUS_NAMES = {400: "BadRequestError", 401: "AuthenticationError", 402: "PaymentRequiredError",
+                 403: "PermissionDeniedError", 404: "NotFoundError", 408: "RequestTimeoutError", 409: "ConflictError",
+                 413: "ContentTooLargeError", 422: "UnprocessableEntityError", 429: "RateLimitError",
+                 503: "ServiceUnavailableError", 504: "GatewayTimeoutError", 529: "OverloadedError"}
+
+
+class CallFailed(Exception):
+    """The request got no reply to read: `name` says how (an SDK's error name), `status` is the HTTP status if
+    one came back, `retry_after` the seconds the server asked for, `retryable` whether asking again may help."""
+
+    def __init__(self, name: str, status: int | None = None, retry_after: float | None = None,
+                 retryable: bool = False, detail: str = "") -> None:
+        super().__init__(f"{name} (HTTP {status})" if status else name)
+        self.name, self.status, self.retry_after, self.retryable, self.detail = name, status, retry_after, retryable, detail
+
+
+class ReplyUnreadable(Exception):
+    """A 200 whose body is not a JSON object (not JSON, a list, nested deeper than a parser goes)."""
+
+
+def headers(api_key: str | None, auth_token: str | None) -> dict[str, str]:
+    """The request's headers: the key as `x-api-key`, or a token (an OAuth login's) as a bearer."""
+    sent = {"anthropic-version": API_VERSION, "content-type": "application/json", "accept": "application/json"}
+    if api_key:
+        sent["x-api-key"] = api_key
+    elif auth_token:
+        sent["authorization"] = f"Bearer {auth_token}"
+    return sent
+
+
+def _retry_after(response: requests.Response) -> float | None:
+    try:
+        value = response.headers.get("retry-after")
+        return max(float(value), 0.0) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _post(url: str, sent: dict[str, str], body: bytes, timeout: float) -> dict[str, Any]:
+    """The blocking request; raises CallFailed or ReplyUnreadable."""
+    try:
+        response = requests.post(url, data=body, headers=sent, timeout=timeout)
+    except requests.Timeout as exc:
+        raise CallFailed("APITimeoutError", retryable=True, detail=str(exc)) from exc
+    except requests.RequestException as exc:
+        raise CallFailed("APIConnectionError", retryable=True, detail=str(exc)) from exc
+    if response.status_code >= 400 or response.status_code < 200:
+        status = response.status_code
+        name = _STATUS_NAMES.get(status) or ("InternalServerError" if status >= 500 else "APIStatusError")
+        raise CallFailed(name, status, _retry_after(response), status == 429 or status >= 500, response.text[:500])
+    try:
+        reply = json.loads(response.content)
+    except (ValueError, RecursionError) as exc:
+        raise ReplyUnreadable(type(exc).__name__) from exc
+    if not isinstance(reply, dict):
+        raise ReplyUnreadable(f"a JSON {type(reply).__name__}, not an object")
+    return reply
+
+
+async def create(base_url: str | None, sent: dict[str, str], payload: dict[str, Any],
+                 timeout: float) -> dict[str, Any]:
+    """The reply to one `POST {base_url}/v1/messages` of `payload`. Raises CallFailed or ReplyUnreadable;
+    cancelled, it returns at once and the request is left to end on its own."""
+    url = (base_url or DEFAULT_BASE_URL).rstrip("/") + "/v1/messages"
+    body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[dict[str, Any]] = loop.create_future()
+
+    def settle(result: dict[str, Any] | None, error: BaseException | None) -> None:
+        if answer.done():
+            return  # cancelled meanwhile
+        if error is not None:
+            answer.set_exception(error)
+        else:
+            answer.set_result(result or {})
+
+    def run() -> None:
+        try:
+            result, error = _post(url, sent, body, timeout), None
+        except BaseException as exc:  # handed to the awaiting coroutine, whatever it is
+            result, error = None, exc
+        try:
+            loop.call_soon_threadsafe(settle, result, error)
+        except RuntimeError:
+            pass  # the loop is closed: nobody waits for this reply any more
+
+    threading.Thread(target=run, name="messages-api", daemon=True).start()
+    return await answer
