@@ -1,7 +1,7 @@
 """Which model the learner asks, and how: an API key if one is set, else Claude Code itself.
 
 Standard library and msgspec only: the hooks and `playbook stats` ask which backend
-learning would use without importing `anthropic`.
+learning would use without loading the model client (`messages_api`).
 
 - `api`: the Messages API with the first of `AGENTIC_CONTEXT_API_KEY`,
   `ANTHROPIC_AUTH_TOKEN`, `ANTHROPIC_API_KEY`.

@@ -1,6 +1,6 @@
 """The reflector's and curator's prompts, built from a transcript's messages and a playbook.
 
-No model is called here (and `anthropic` is not imported): `playbook bootstrap --dry-run` and
+No model is called here (and the model client is not loaded): `playbook bootstrap --dry-run` and
 the benchmarks measure these prompts without sending them. A transcript longer than
 `MAX_TRANSCRIPT_CHARS` once rendered keeps its most recent part.
 """
