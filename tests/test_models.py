@@ -6,6 +6,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -152,3 +153,37 @@ def test_the_learning_hooks_import_neither_anthropic_nor_asyncio():
             "print(sorted(m for m in ('anthropic', 'asyncio', 'requests') if m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("credential", ["key", "token"])
+def test_a_call_sends_one_credential_the_way_claude_code_does(credential, monkeypatch):
+    monkeypatch.setenv("PLAYBOOK_RETRY_BASE_DELAY", "0.01")
+    with FakeAnthropic(lambda body: reply_text("answer")) as api:
+        config = models.ModelConfig("m-test", "sk-test-key" if credential == "key" else None,
+                                    "oauth-token" if credential == "token" else None, api.url + "/")
+        assert asyncio.run(models.complete("question", config)) == "answer"
+        [request] = api.message_requests()
+    assert request.route == "/v1/messages" and request.headers["anthropic-version"] == "2023-06-01"
+    assert request.body["model"] == "m-test" and request.body["messages"] == [{"role": "user", "content": "question"}]
+    if credential == "key":
+        assert request.headers["x-api-key"] == "sk-test-key" and "authorization" not in request.headers
+    else:
+        assert request.headers["authorization"] == "Bearer oauth-token" and "x-api-key" not in request.headers
+
+
+def test_a_call_cut_by_its_deadline_returns_at_once_and_is_recorded_as_cancelled(monkeypatch):
+    from eventlog.commands import ModelCall
+    from tests.fake_anthropic import Reply
+
+    with FakeAnthropic(lambda body: Reply(text="too late", delay=5)) as api:
+        config = models.ModelConfig("m-test", "sk-test-key", None, api.url)
+        calls: list[ModelCall] = []
+
+        async def cut() -> None:
+            await asyncio.wait_for(models.complete("question", config, calls=calls), 0.3)
+
+        started = time.monotonic()
+        with pytest.raises(asyncio.TimeoutError):
+            asyncio.run(cut())
+        assert time.monotonic() - started < 3  # neither the call nor the interpreter waited for the reply
+    assert [(c.outcome, c.error) for c in calls] == [("cancelled", "deadline")]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 from typing import Any
 
@@ -59,8 +60,11 @@ def _retry_after(response: requests.Response) -> float | None:
 
 def _post(url: str, sent: dict[str, str], body: bytes, timeout: float) -> dict[str, Any]:
     """The blocking request; raises CallFailed or ReplyUnreadable."""
+    # requests reads REQUESTS_CA_BUNDLE and CURL_CA_BUNDLE itself; a machine that names its CA bundle the way
+    # OpenSSL and httpx read it (SSL_CERT_FILE) is honoured too.
+    bundle = os.environ.get("SSL_CERT_FILE") if not os.environ.get("REQUESTS_CA_BUNDLE") else None
     try:
-        response = requests.post(url, data=body, headers=sent, timeout=timeout)
+        response = requests.post(url, data=body, headers=sent, timeout=timeout, verify=bundle or True)
     except requests.Timeout as exc:
         raise CallFailed("APITimeoutError", retryable=True, detail=str(exc)) from exc
     except requests.RequestException as exc:
