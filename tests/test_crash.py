@@ -442,7 +442,7 @@ def learner_trial(root: Path, mode: str, rng: random.Random) -> str:
             assert len(api.message_requests()) == 2  # it died in its final append, after both answers
         else:
             learner = _learner(project, api)
-            if mode == "starting":  # loading, taking the lock, reading the transcript, importing anthropic
+            if mode == "starting":  # loading, taking the lock, reading the transcript, loading the model client
                 time.sleep(rng.uniform(0, 2.5))
             else:  # the reflector (1) or the curator (2) was asked and has not answered yet
                 wanted = {"reflector": 1, "curator": 2}[mode]

@@ -196,7 +196,7 @@ def _learner(project: str, config_dir: str, result_dir: str, worker: int, env: d
     """Records learning requests for fresh transcripts and runs the pending ones, like the background learner."""
     try:
         _child_setup(env)
-        import playbook.learner.models  # noqa: F401 - the anthropic SDK loads before the clock starts
+        import playbook.learner.models  # noqa: F401 - the model client loads before the clock starts
         from playbook.learner.bootstrap import transcripts_dir
         from playbook.learner.learn import learn_pending
         from playbook.learner.requests import request_learning
