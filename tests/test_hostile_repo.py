@@ -251,7 +251,12 @@ def test_serve_caps_its_connections_and_says_nothing_of_a_reset(tmp_path):
         for client in idle:
             client.close()
         server.send_signal(signal.SIGINT)
-        _out, err = server.communicate(timeout=30)
+        try:
+            _out, err = server.communicate(timeout=30)
+        finally:
+            if server.poll() is None:  # it did not stop: no server outlives the test
+                server.kill()
+                server.communicate()
     said = err.decode().strip().splitlines()  # the resets said nothing: only Ctrl-C's one line is there
     assert b"Traceback" not in err and len(said) <= 1 and all(line.startswith("playbook: serve ") for line in said), said
 
