@@ -12,7 +12,7 @@ import pytest
 
 from playbook.learner import models
 from playbook.learner.models import ModelError, model_config
-from tests.fake_anthropic import FakeAnthropic, reply_error, reply_text
+from tests.fake_anthropic import FakeAnthropic, Reply, reply_error, reply_text
 
 PLAYBOOK = {"version": "1.0", "last_updated": None, "sections": {
     "PATTERNS & APPROACHES": [{"name": "pat-001", "text": "handle errors", "helpful": 2, "harmful": 1}],
@@ -173,7 +173,6 @@ def test_a_call_sends_one_credential_the_way_claude_code_does(credential, monkey
 
 def test_a_call_cut_by_its_deadline_returns_at_once_and_is_recorded_as_cancelled(monkeypatch):
     from eventlog.commands import ModelCall
-    from tests.fake_anthropic import Reply
 
     with FakeAnthropic(lambda body: Reply(text="too late", delay=5)) as api:
         config = models.ModelConfig("m-test", "sk-test-key", None, api.url)
@@ -187,3 +186,26 @@ def test_a_call_cut_by_its_deadline_returns_at_once_and_is_recorded_as_cancelled
             asyncio.run(cut())
         assert time.monotonic() - started < 3  # neither the call nor the interpreter waited for the reply
     assert [(c.outcome, c.error) for c in calls] == [("cancelled", "deadline")]
+
+
+def test_a_reply_larger_than_any_answer_is_not_read_past_its_cap(monkeypatch):
+    from playbook.learner import messages_api
+
+    monkeypatch.setattr(messages_api, "MAX_REPLY_BYTES", 1 << 20)
+    huge = b'{"content": [{"type": "text", "text": "' + b"x" * (3 << 20) + b'"}]}'
+    with FakeAnthropic(lambda body: Reply(body=huge)) as api:
+        config = models.ModelConfig("m-test", "sk-test-key", None, api.url)
+        with pytest.raises(ModelError, match="could not be read: a reply of more than 1 MiB"):
+            asyncio.run(models.complete("question", config))
+        assert len(api.message_requests()) == 1  # not asked again: the same endpoint would send the same
+
+
+def test_a_reply_that_ends_too_slowly_is_a_timeout_and_asked_again(monkeypatch):
+    monkeypatch.setattr(models, "REQUEST_TIMEOUT", 0.3)
+    monkeypatch.setenv("PLAYBOOK_RETRY_BASE_DELAY", "0.01")
+    answers = iter([Reply(text="late", delay=1.0), reply_text("on time")])
+    with FakeAnthropic(lambda body: next(answers)) as api:
+        config = models.ModelConfig("m-test", "sk-test-key", None, api.url)
+        calls: list = []
+        assert asyncio.run(models.complete("question", config, calls=calls)) == "on time"
+    assert [(c.outcome, c.error) for c in calls] == [("error", "APITimeoutError"), ("ok", None)]

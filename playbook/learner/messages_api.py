@@ -15,9 +15,12 @@ import threading
 from typing import Any
 
 import requests
+import urllib3
 
 API_VERSION = "2023-06-01"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
+MAX_REPLY_BYTES = 8 << 20
+"""A reply of MAX_TOKENS tokens is tens of kilobytes: an endpoint sending more is not read past this."""
 
 # What the Anthropic SDKs call an error of each status, so that the records read the same whichever wrote them.
 _STATUS_NAMES = {400: "BadRequestError", 401: "AuthenticationError", 402: "PaymentRequiredError",
@@ -64,17 +67,22 @@ def _post(url: str, sent: dict[str, str], body: bytes, timeout: float) -> dict[s
     # OpenSSL and httpx read it (SSL_CERT_FILE) is honoured too.
     bundle = os.environ.get("SSL_CERT_FILE") if not os.environ.get("REQUESTS_CA_BUNDLE") else None
     try:
-        response = requests.post(url, data=body, headers=sent, timeout=timeout, verify=bundle or True)
-    except requests.Timeout as exc:
+        with requests.post(url, data=body, headers=sent, timeout=timeout, verify=bundle or True,
+                           stream=True) as response:
+            content = response.raw.read(MAX_REPLY_BYTES + 1, decode_content=True)
+    except (requests.Timeout, urllib3.exceptions.TimeoutError) as exc:  # the latter while the body is read
         raise CallFailed("APITimeoutError", retryable=True, detail=str(exc)) from exc
-    except requests.RequestException as exc:
+    except (requests.RequestException, urllib3.exceptions.HTTPError) as exc:
         raise CallFailed("APIConnectionError", retryable=True, detail=str(exc)) from exc
     if response.status_code >= 400 or response.status_code < 200:
         status = response.status_code
         name = _STATUS_NAMES.get(status) or ("InternalServerError" if status >= 500 else "APIStatusError")
-        raise CallFailed(name, status, _retry_after(response), status == 429 or status >= 500, response.text[:500])
+        detail = content[:500].decode("utf-8", "replace")
+        raise CallFailed(name, status, _retry_after(response), status == 429 or status >= 500, detail)
+    if len(content) > MAX_REPLY_BYTES:
+        raise ReplyUnreadable(f"a reply of more than {MAX_REPLY_BYTES >> 20} MiB")
     try:
-        reply = json.loads(response.content)
+        reply = json.loads(content)
     except (ValueError, RecursionError) as exc:
         raise ReplyUnreadable(type(exc).__name__) from exc
     if not isinstance(reply, dict):
