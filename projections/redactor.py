@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .scrub import rebuilt, find_secrets, redacted
+from .scrub import find_secrets, rebuilt, redacted
 
 # How the one line that says what was redacted names each kind.
 KIND_NAMES: dict[str, str] = {

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from eventlog.store import LogReader
+from tests.kills import kill_at_random
 
 pytestmark = pytest.mark.slow  # real processes killed at random
 
@@ -31,11 +31,7 @@ def playbook(project: Path, *args: str, **kwargs: object) -> subprocess.Complete
 def killed(args: list[str], rng: random.Random, longest: float) -> None:
     process = subprocess.Popen([sys.executable, "-m", "playbook", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
-    try:
-        process.wait(timeout=rng.uniform(0.05, longest))  # ended before its moment came: nothing to kill
-    except subprocess.TimeoutExpired:
-        process.send_signal(signal.SIGKILL)
-        process.wait(timeout=60)
+    kill_at_random(process, rng, 0.05, longest)
 
 
 def whole(log: Path) -> list[str]:

@@ -19,6 +19,7 @@ from eventlog.store import LogReader
 from playbook.commands.cli import main
 from projections.repository import LOG_NAME, PlaybookRepository
 from projections.verify import verify
+from tests.kills import kill_at_random
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "hunter2-staging-Zq81xK"
@@ -221,11 +222,7 @@ def test_purge_killed_at_random_moments_leaves_the_old_log_or_the_new_one(projec
         repo.rebuild()
         assert repo.log_path.read_bytes() == old
         process = purge_process(project)
-        try:
-            process.wait(timeout=rng.uniform(0.05, 1.5))  # ended before its moment came: nothing to kill
-        except subprocess.TimeoutExpired:
-            process.send_signal(signal.SIGKILL)
-            process.wait(timeout=60)
+        kill_at_random(process, rng, 0.05, 1.5)
         outcomes.append(assert_old_or_new(repo, old))
         state = repo.current()[0]  # readers and writers carry on with what is there
         assert state.entries()

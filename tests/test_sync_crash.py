@@ -16,6 +16,7 @@ import pytest
 from eventlog.store import LogReader
 from playbook.wiring.project import user_repository
 from tests.gittools import HAS_GIT, git_env
+from tests.kills import kill_at_random
 from tests.test_sync import Machine, machines, remote_log
 
 pytestmark = [pytest.mark.skipif(not HAS_GIT, reason="git is not installed"), pytest.mark.slow]
@@ -107,10 +108,6 @@ def test_syncs_killed_at_random_leave_both_logs_whole_and_the_next_completes(tmp
         learner.learn(text)
         lessons.add(text)
         process = sync_process(learner)
-        try:
-            process.wait(timeout=rng.uniform(0.05, 1.2))  # ended before its moment came: nothing to kill
-        except subprocess.TimeoutExpired:
-            process.send_signal(signal.SIGKILL)
-            process.wait(timeout=60)
+        kill_at_random(process, rng, 0.05, 1.2)
         both_whole(learner, remote, tmp_path)
     converged(laptop, desktop, remote, tmp_path, lessons)

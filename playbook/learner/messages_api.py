@@ -34,9 +34,9 @@ class CallFailed(Exception):
     one came back, `retry_after` the seconds the server asked for, `retryable` whether asking again may help."""
 
     def __init__(self, name: str, status: int | None = None, retry_after: float | None = None,
-                 retryable: bool = False, detail: str = "") -> None:
+                 retryable: bool = False) -> None:
         super().__init__(f"{name} (HTTP {status})" if status else name)
-        self.name, self.status, self.retry_after, self.retryable, self.detail = name, status, retry_after, retryable, detail
+        self.name, self.status, self.retry_after, self.retryable = name, status, retry_after, retryable
 
 
 class ReplyUnreadable(Exception):
@@ -71,14 +71,13 @@ def _post(url: str, sent: dict[str, str], body: bytes, timeout: float) -> dict[s
                            stream=True) as response:
             content = response.raw.read(MAX_REPLY_BYTES + 1, decode_content=True)
     except (requests.Timeout, urllib3.exceptions.TimeoutError) as exc:  # the latter while the body is read
-        raise CallFailed("APITimeoutError", retryable=True, detail=str(exc)) from exc
+        raise CallFailed("APITimeoutError", retryable=True) from exc
     except (requests.RequestException, urllib3.exceptions.HTTPError) as exc:
-        raise CallFailed("APIConnectionError", retryable=True, detail=str(exc)) from exc
+        raise CallFailed("APIConnectionError", retryable=True) from exc
     if response.status_code >= 400 or response.status_code < 200:
         status = response.status_code
         name = _STATUS_NAMES.get(status) or ("InternalServerError" if status >= 500 else "APIStatusError")
-        detail = content[:500].decode("utf-8", "replace")
-        raise CallFailed(name, status, _retry_after(response), status == 429 or status >= 500, detail)
+        raise CallFailed(name, status, _retry_after(response), status == 429 or status >= 500)
     if len(content) > MAX_REPLY_BYTES:
         raise ReplyUnreadable(f"a reply of more than {MAX_REPLY_BYTES >> 20} MiB")
     try:
