@@ -209,3 +209,13 @@ def test_a_reply_that_ends_too_slowly_is_a_timeout_and_asked_again(monkeypatch):
         calls: list = []
         assert asyncio.run(models.complete("question", config, calls=calls)) == "on time"
     assert [(c.outcome, c.error) for c in calls] == [("error", "APITimeoutError"), ("ok", None)]
+
+
+def test_a_redirect_is_a_failure_and_the_key_goes_nowhere_else():
+    with FakeAnthropic(lambda body: reply_text("the key reached this server")) as elsewhere:
+        moved = Reply(status=307, headers={"location": elsewhere.url + "/v1/messages"}, body=b"")
+        with FakeAnthropic(lambda body: moved) as api:
+            config = models.ModelConfig("m-test", "sk-test-key", None, api.url)
+            with pytest.raises(ModelError, match=r"APIStatusError \(HTTP 307\)"):
+                asyncio.run(models.complete("question", config))
+        assert elsewhere.message_requests() == []

@@ -67,14 +67,15 @@ def _post(url: str, sent: dict[str, str], body: bytes, timeout: float) -> dict[s
     # OpenSSL and httpx read it (SSL_CERT_FILE) is honoured too.
     bundle = os.environ.get("SSL_CERT_FILE") if not os.environ.get("REQUESTS_CA_BUNDLE") else None
     try:
+        # No redirect is followed: requests would carry x-api-key to wherever a 3xx points.
         with requests.post(url, data=body, headers=sent, timeout=timeout, verify=bundle or True,
-                           stream=True) as response:
+                           stream=True, allow_redirects=False) as response:
             content = response.raw.read(MAX_REPLY_BYTES + 1, decode_content=True)
     except (requests.Timeout, urllib3.exceptions.TimeoutError) as exc:  # the latter while the body is read
         raise CallFailed("APITimeoutError", retryable=True) from exc
     except (requests.RequestException, urllib3.exceptions.HTTPError) as exc:
         raise CallFailed("APIConnectionError", retryable=True) from exc
-    if response.status_code >= 400 or response.status_code < 200:
+    if not 200 <= response.status_code < 300:
         status = response.status_code
         name = _STATUS_NAMES.get(status) or ("InternalServerError" if status >= 500 else "APIStatusError")
         raise CallFailed(name, status, _retry_after(response), status == 429 or status >= 500)
