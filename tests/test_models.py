@@ -219,3 +219,73 @@ def test_a_redirect_is_a_failure_and_the_key_goes_nowhere_else():
             with pytest.raises(ModelError, match=r"APIStatusError \(HTTP 307\)"):
                 asyncio.run(models.complete("question", config))
         assert elsewhere.message_requests() == []
+
+
+def test_a_reply_that_trickles_is_cut_at_the_request_timeout(monkeypatch):
+    import socket
+    import threading
+
+    monkeypatch.setattr(models, "REQUEST_TIMEOUT", 0.5)
+    monkeypatch.setenv("PLAYBOOK_RETRY_BASE_DELAY", "0.01")
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def trickle() -> None:  # headers, then a byte every 0.1 s: no socket wait is ever long
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            with connection:
+                connection.recv(65536)
+                connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n")
+                while not stop.is_set():
+                    try:
+                        connection.sendall(b" ")
+                    except OSError:
+                        break
+                    time.sleep(0.1)
+
+    threading.Thread(target=trickle, daemon=True).start()
+    config = models.ModelConfig("m-test", "sk-test-key", None, f"http://127.0.0.1:{listener.getsockname()[1]}")
+    calls: list = []
+    started = time.monotonic()
+    try:
+        with pytest.raises(ModelError, match="APITimeoutError"):
+            asyncio.run(models.complete("question", config, calls=calls))
+    finally:
+        stop.set()
+        listener.close()
+    assert time.monotonic() - started < 10
+    assert [c.error for c in calls] == ["APITimeoutError"] * models.MAX_RETRIES
+
+
+@pytest.mark.parametrize("asked, slept", [("1e9", 60.0), ("inf", None), ("nan", None), ("-5", 0.0), ("2", 2.0)])
+def test_retry_after_is_honoured_up_to_a_minute(asked, slept, monkeypatch):
+    waits: list[float] = []
+
+    async def no_wait(delay: float) -> None:
+        waits.append(delay)
+
+    monkeypatch.setattr(models.asyncio, "sleep", no_wait)
+    monkeypatch.setenv("PLAYBOOK_RETRY_BASE_DELAY", "0.01")
+    answers = iter([Reply(status=429, headers={"retry-after": asked}), reply_text("now")])
+    with FakeAnthropic(lambda body: next(answers)) as api:
+        config = models.ModelConfig("m-test", "sk-test-key", None, api.url)
+        assert asyncio.run(models.complete("question", config)) == "now"
+    [waited] = waits
+    assert waited == slept if slept is not None else waited < 0.02  # not finite: the backoff's own delay
+
+
+def test_a_key_read_with_its_newline_is_sent_without_it_and_one_no_header_can_carry_is_never_quoted():
+    with FakeAnthropic(lambda body: reply_text("answer")) as api:
+        config = models.ModelConfig("m-test", "sk-test-key\n", None, api.url)
+        assert asyncio.run(models.complete("question", config)) == "answer"
+        assert api.message_requests()[0].headers["x-api-key"] == "sk-test-key"
+        calls: list = []
+        bad = models.ModelConfig("m-test", "sk-test-\u2019key", None, api.url)
+        with pytest.raises(ModelError) as caught:
+            asyncio.run(models.complete("question", bad, calls=calls))
+    chain = [caught.value, caught.value.__cause__, getattr(caught.value.__cause__, "__cause__", None)]
+    assert not any("sk-test-" in str(error) for error in chain if error is not None)
+    assert [c.error for c in calls] == ["InvalidHeaderError"]  # not retried: the same key fails the same way

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import threading
 from typing import Any
@@ -21,6 +22,8 @@ API_VERSION = "2023-06-01"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 MAX_REPLY_BYTES = 8 << 20
 """A reply of MAX_TOKENS tokens is tens of kilobytes: an endpoint sending more is not read past this."""
+MAX_RETRY_AFTER = 60.0
+"""The longest `retry-after` honoured: a proxy asking for hours (or `inf`) would hold the cycle to its deadline."""
 
 # What the Anthropic SDKs call an error of each status, so that the records read the same whichever wrote them.
 _STATUS_NAMES = {400: "BadRequestError", 401: "AuthenticationError", 402: "PaymentRequiredError",
@@ -46,19 +49,20 @@ class ReplyUnreadable(Exception):
 def headers(api_key: str | None, auth_token: str | None) -> dict[str, str]:
     """The request's headers: the key as `x-api-key`, or a token (an OAuth login's) as a bearer."""
     sent = {"anthropic-version": API_VERSION, "content-type": "application/json", "accept": "application/json"}
-    if api_key:
-        sent["x-api-key"] = api_key
-    elif auth_token:
-        sent["authorization"] = f"Bearer {auth_token}"
+    # A key read from a file (`export KEY=$(cat key)`) can end in a newline, which no header may hold.
+    if api_key and api_key.strip():
+        sent["x-api-key"] = api_key.strip()
+    elif auth_token and auth_token.strip():
+        sent["authorization"] = f"Bearer {auth_token.strip()}"
     return sent
 
 
 def _retry_after(response: requests.Response) -> float | None:
     try:
-        value = response.headers.get("retry-after")
-        return max(float(value), 0.0) if value is not None else None
-    except ValueError:
+        value = float(response.headers["retry-after"])
+    except (KeyError, ValueError):
         return None
+    return min(max(value, 0.0), MAX_RETRY_AFTER) if math.isfinite(value) else None
 
 
 def _post(url: str, sent: dict[str, str], body: bytes, timeout: float) -> dict[str, Any]:
@@ -71,6 +75,9 @@ def _post(url: str, sent: dict[str, str], body: bytes, timeout: float) -> dict[s
         with requests.post(url, data=body, headers=sent, timeout=timeout, verify=bundle or True,
                            stream=True, allow_redirects=False) as response:
             content = response.raw.read(MAX_REPLY_BYTES + 1, decode_content=True)
+    except (requests.exceptions.InvalidHeader, UnicodeError):
+        # A credential no header can carry (a control or non-Latin-1 character); the error would quote it.
+        raise CallFailed("InvalidHeaderError") from None
     except (requests.Timeout, urllib3.exceptions.TimeoutError) as exc:  # the latter while the body is read
         raise CallFailed("APITimeoutError", retryable=True) from exc
     except (requests.RequestException, urllib3.exceptions.HTTPError) as exc:
@@ -78,7 +85,7 @@ def _post(url: str, sent: dict[str, str], body: bytes, timeout: float) -> dict[s
     if not 200 <= response.status_code < 300:
         status = response.status_code
         name = _STATUS_NAMES.get(status) or ("InternalServerError" if status >= 500 else "APIStatusError")
-        raise CallFailed(name, status, _retry_after(response), status == 429 or status >= 500)
+        raise CallFailed(name, status, _retry_after(response), status in (408, 409, 429) or status >= 500)
     if len(content) > MAX_REPLY_BYTES:
         raise ReplyUnreadable(f"a reply of more than {MAX_REPLY_BYTES >> 20} MiB")
     try:
@@ -118,4 +125,8 @@ async def create(base_url: str | None, sent: dict[str, str], payload: dict[str, 
             pass  # the loop is closed: nobody waits for this reply any more
 
     threading.Thread(target=run, name="messages-api", daemon=True).start()
-    return await answer
+    try:
+        # requests times each socket wait, not the whole reply: a server that trickles is cut here.
+        return await asyncio.wait_for(answer, timeout)
+    except asyncio.TimeoutError:
+        raise CallFailed("APITimeoutError", retryable=True) from None

@@ -2,7 +2,8 @@
 
 Configuration comes from the environment (see `model_config`). Retries: `MAX_RETRIES`
 attempts in total, exponential backoff from `BASE_DELAY` with jitter, honouring
-`retry-after`; timeouts, connection errors, 429 and 5xx are retried, other 4xx fail at once.
+`retry-after` up to a minute; timeouts, connection errors, 408, 409, 429 and 5xx are retried,
+other 4xx fail at once.
 """
 
 from __future__ import annotations
