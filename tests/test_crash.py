@@ -443,7 +443,11 @@ def learner_trial(root: Path, mode: str, rng: random.Random) -> str:
         else:
             learner = _learner(project, api)
             if mode == "starting":  # loading, taking the lock, reading the transcript, loading the model client
-                time.sleep(rng.uniform(0, 2.5))
+                # A moment before the reflector is asked; the load's length varies with the machine, so the
+                # draw is cut where the first question arrives (the learner is then still waiting on it).
+                deadline = time.monotonic() + rng.uniform(0, 1.5)
+                while not api.message_requests() and time.monotonic() < deadline:
+                    time.sleep(0.005)
             else:  # the reflector (1) or the curator (2) was asked and has not answered yet
                 wanted = {"reflector": 1, "curator": 2}[mode]
                 deadline = time.monotonic() + 60
