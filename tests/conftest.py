@@ -43,11 +43,11 @@ def _user_level_playbook(tmp_path_factory, monkeypatch):
 
 
 # Modules whose module-scoped fixture builds something large (a virtual environment of the system Python, a log of
-# 200,000 events, an anchored log and its copy, a browser): each runs whole on one pytest-xdist worker, so that is
-# built once a run; the scheduler hands out its largest units first (by number of tests), so no worker is left
+# 200,000 events, an anchored log and its copy, a browser), or that import something large (the Anthropic SDK, 2 s of
+# CPU): each runs whole on one pytest-xdist worker, so that is built or imported once a run; the scheduler hands out its largest units first (by number of tests), so no worker is left
 # with one of them at the end while the other has nothing to do.
 ONE_WORKER_MODULES = ("tests/test_system_python.py", "tests/test_crash_campaign.py", "tests/test_interrupts.py",
-                      "tests/test_page.py")
+                      "tests/test_page.py", "tests/test_fake_anthropic.py")
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, which a run may leave out

@@ -454,7 +454,8 @@ def learner_trial(root: Path, mode: str, rng: random.Random) -> str:
                 while len(api.message_requests()) < wanted and time.monotonic() < deadline:
                     time.sleep(0.005)
                 assert len(api.message_requests()) >= wanted, (project / "learner.out").read_text()
-                time.sleep(rng.uniform(0, MODEL_DELAY * 0.9))
+                # before the answer comes, with room for a sleep that overshoots on a loaded machine
+                time.sleep(rng.uniform(0, MODEL_DELAY * 0.7))
             learner.send_signal(signal.SIGKILL)
             learner.wait()
             assert learner.returncode == -signal.SIGKILL, (project / "learner.out").read_text()

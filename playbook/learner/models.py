@@ -27,7 +27,7 @@ from .backend import DEFAULT_MODEL, ModelConfig, model_config  # noqa: F401  (pa
 from .messages_api import CallFailed, ReplyUnreadable, create, headers
 from playbook.wiring.diagnostics import is_diagnostic_mode, save_diagnostic, warn
 from .prompting import Playbook, curator_prompt, reflector_prompt, render_messages
-from .replies import build_playbook_dict, extract_json, parse_curator_reply, parse_extraction_reply
+from .replies import build_playbook_dict, curator_fields, extract_json, parse_extraction_reply
 
 MAX_RETRIES = 3
 BASE_DELAY = 2.0
@@ -211,7 +211,11 @@ async def curate(reflector_output: dict[str, Any], playbook: Playbook, config: M
     data = _decoded(extract_json(text))
     if data is None:
         raise ModelError("the curator's reply holds no JSON object")
-    curation: dict[str, Any] = _decoded(parse_curator_reply(text))
+    # From the scrubbed reply, not decoded and scrubbed again (a megabyte reply took seconds a pass); a reasoning
+    # that is not a string is dumped from scrubbed parts, and the dump is scrubbed in case it joined any.
+    curation = curator_fields(data)
+    if not isinstance(data.get("reasoning", ""), str):
+        curation["reasoning"] = scrub(curation["reasoning"])
     if as_given:
         curation["operations"] = data.get("operations", [])
     return curation

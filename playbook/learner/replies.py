@@ -91,7 +91,11 @@ def parse_extraction_reply(text: Any) -> dict[str, Any]:
 
 def parse_curator_reply(text: Any) -> dict[str, Any]:
     """`{"reasoning": str, "operations": list}`; both empty when the reply holds no JSON object."""
-    data = extract_json(text)
+    return curator_fields(extract_json(text))
+
+
+def curator_fields(data: dict[str, Any] | None) -> dict[str, Any]:
+    """`parse_curator_reply` of a reply already decoded (`extract_json`)."""
     if data is None:
         return {"reasoning": "", "operations": []}
     reasoning = data.get("reasoning", "")
