@@ -22,25 +22,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import msgspec
-from detect_secrets.plugins.artifactory import ArtifactoryDetector
-from detect_secrets.plugins.aws import AWSKeyDetector
-from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
-from detect_secrets.plugins.basic_auth import BasicAuthDetector
-from detect_secrets.plugins.discord import DiscordBotTokenDetector
-from detect_secrets.plugins.github_token import GitHubTokenDetector
-from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
-from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
-from detect_secrets.plugins.jwt import JwtTokenDetector
-from detect_secrets.plugins.mailchimp import MailchimpDetector
-from detect_secrets.plugins.npm import NpmDetector
-from detect_secrets.plugins.openai import OpenAIDetector
-from detect_secrets.plugins.pypi_token import PypiTokenDetector
-from detect_secrets.plugins.sendgrid import SendGridDetector
-from detect_secrets.plugins.slack import SlackDetector
-from detect_secrets.plugins.square_oauth import SquareOAuthDetector
-from detect_secrets.plugins.stripe import StripeDetector
-from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
-from detect_secrets.plugins.twilio import TwilioKeyDetector
+from .secret_detectors import (AWSKeyDetector, ArtifactoryDetector, AzureStorageKeyDetector, Base64HighEntropyString,
+                               BasicAuthDetector, DiscordBotTokenDetector, GitHubTokenDetector, GitLabTokenDetector,
+                               JwtTokenDetector, MailchimpDetector, NpmDetector, OpenAIDetector, PypiTokenDetector,
+                               SendGridDetector, SlackDetector, SquareOAuthDetector, StripeDetector,
+                               TelegramBotTokenDetector, TwilioKeyDetector)
 
 from .secret_runs import matches
 

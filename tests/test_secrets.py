@@ -224,3 +224,16 @@ def test_the_hooks_and_the_session_start_path_never_import_the_detector(tmp_path
             "print('detect_secrets' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+@pytest.mark.slow
+def test_scrubbing_loads_neither_requests_nor_the_detect_secrets_scanner(tmp_path):
+    """A command that scrubs (`add`, `edit`, every save) pays for the detectors' patterns only; what it leaves
+    out still imports whole when asked for."""
+    code = ("import sys, projections.scrub as s;"
+            "assert s.scrub('ghp_' + 'a1B2' * 9) == '[REDACTED:github-token]';"
+            "print(sorted(m for m in ('requests', 'urllib3', 'detect_secrets.core.scan') if m in sys.modules));"
+            "from detect_secrets import SecretsCollection; import requests;"
+            "print(SecretsCollection.__name__, requests.Session.__name__, type(requests).__name__)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert result.stdout.split("\n")[:2] == ["[]", "SecretsCollection Session module"], result.stdout
