@@ -7,7 +7,7 @@ from pathlib import Path
 
 from eventlog.domain import SECTION_SLUGS, PlaybookState, next_name
 from eventlog.events import KeyPointAdded, TransactionCommitted, encoder
-from eventlog.logformat import COMMIT, Link, Running, check_line, start
+from eventlog.logformat import COMMIT, Running, check_line, start
 from eventlog.store import encode_line, fold_log, split_hash
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from eventlog.events import LearningCompleted, LearningFailed, LearningRequested, PlaybookDisabled, PlaybookEnabled
+from eventlog.events import LearningFailed, LearningRequested, PlaybookDisabled, PlaybookEnabled
 from projections.repository import PlaybookRepository
 from tests.fake_anthropic import FakeAnthropic, Reply, reply_error, request_texts
 from tests.test_e2e_claude_code import CLAUDE, CURATION, respond, snapshot_of_log, wait_for_learning

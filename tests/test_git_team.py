@@ -24,7 +24,7 @@ from eventlog.store import fold_log
 from projections.merge import merge_logs, write_merged
 from projections.snapshot import playbook_dict
 from playbook.commands.share import share
-from tests.gittools import HAS_GIT, LOG, Git, assert_clean, commits, git_env, learn, learned, playbook
+from tests.gittools import HAS_GIT, LOG, Git, assert_clean, git_env, learn, learned, playbook
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not HAS_GIT, reason="git is not installed")]
 

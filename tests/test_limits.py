@@ -11,9 +11,8 @@ import pytest
 
 from eventlog.decide import AddNewKeyPoints, ApplyOperations, decide
 from eventlog.domain import MAX_TEXT_LENGTH, PlaybookState
-from eventlog.events import Cause, KeyPointAdded, KeyPointsMerged, KeyPointUpdated
+from eventlog.events import KeyPointAdded, KeyPointsMerged, KeyPointUpdated
 from eventlog.evolve import fold
-from projections.repository import PlaybookRepository
 
 pytestmark = pytest.mark.slow  # starts processes, a browser or Claude Code, or runs a campaign
 
@@ -37,7 +36,6 @@ import os, sys
 from eventlog.decide import ApplyOperations
 from eventlog.events import Cause
 from projections import checkpoints
-from projections.repository import PlaybookRepository
 os.umask(int(sys.argv[2], 8))
 checkpoints.CHECKPOINT_EVERY = 2  # the checkpoint directory is created too
 repo = PlaybookRepository(sys.argv[1])

@@ -17,7 +17,6 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import msgspec
 import pytest
 
 from eventlog.commands import ModelCall, RecordModelCalls

@@ -17,7 +17,7 @@ from eventlog.decide import ApplyOperations, decide_all
 from eventlog.events import Cause, HistoryRewritten
 from eventlog.store import LogReader
 from playbook.commands.cli import main
-from projections.repository import LOG_NAME, PlaybookRepository
+from projections.repository import PlaybookRepository
 from projections.verify import verify
 from tests.kills import kill_at_random
 

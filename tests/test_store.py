@@ -17,7 +17,7 @@ from eventlog.memory import InMemoryEventStore
 from eventlog.jsonl import JsonlEventStore
 from eventlog.logformat import Link, start, text
 from eventlog.store import LogReader, Position, fold_log, split_hash
-from tests.logtools import encode_crc_line, walk_chain
+from tests.logtools import walk_chain
 
 CAUSE = Cause(source="test", session="s-1", model="m", analysis="why", reasoning="because")
 
