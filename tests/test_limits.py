@@ -36,6 +36,7 @@ import os, sys
 from eventlog.decide import ApplyOperations
 from eventlog.events import Cause
 from projections import checkpoints
+from projections.repository import PlaybookRepository
 os.umask(int(sys.argv[2], 8))
 checkpoints.CHECKPOINT_EVERY = 2  # the checkpoint directory is created too
 repo = PlaybookRepository(sys.argv[1])
