@@ -22,14 +22,15 @@ from pathlib import Path
 
 import msgspec
 
-from eventlog.errors import PlaybookError
+from eventlog.errors import CorruptLogError, PlaybookError
 from eventlog.faults import point as fault
-from eventlog.safefiles import directory, remove_file, replace
+from eventlog.safefiles import directory, remove_file, replace, write_all
 from projections.anchor_proof import check
 from projections.anchors import AnchorFileError, anchors_path
 from projections.foreign_log import MAX_FOREIGN_BYTES, ForeignLogRefused, check_foreign, missing_from
-from projections.merge import MergeOutcome, MergeRefused, merge_logs, write_merged
+from projections.merge import MergeOutcome, MergeRefused, SharedHistoryRewritten, merge_logs, write_merged
 from projections.merge_reading import common_prefix
+from projections.purge_carry import carried
 from projections.checkpoints import clear
 from projections.quickroads import CHECKPOINT_DIR, LOG_NAME
 from projections.repository import PlaybookRepository
@@ -220,17 +221,41 @@ def _take_in(place: SyncPlace, git: SyncGit, user: PlaybookRepository, theirs: s
         kept = fetched
         ids = check_foreign(fetched, common_prefix(user.log_path, fetched))
         base = _last_synced(place, git, ours, theirs, ids)
-        outcome = _merge(place, user, fetched, base)
+        try:
+            outcome = _merge(place, user, fetched, base)
+        except SharedHistoryRewritten as exc:
+            if exc.side != "ours" or exc.purge is None or base is None:
+                raise
+            outcome = _merge_purged(place, user, fetched, base, exc)
     except MergeRefused as exc:
+        remove_file(place.path(BASE), place.root)  # our own last sync, which a purge may have taken text out of
         if str(exc).startswith(OURS):  # our own log does not read: nothing of the remote's is at fault
             raise PlaybookError(f"this machine's user-level log cannot be merged: {exc}; `playbook verify --user` "
                                 "shows where") from exc
         raise _refused(place, theirs, kept is not None, exc) from exc
     except ForeignLogRefused as exc:
+        remove_file(place.path(BASE), place.root)
         raise _refused(place, theirs, kept is not None, exc) from exc
     for name in (THEIRS, BASE):
         remove_file(place.path(name), place.root)
     return outcome.brought
+
+
+def _merge_purged(place: SyncPlace, user: PlaybookRepository, theirs: Path, base: Path,
+                  refused: SharedHistoryRewritten) -> MergeOutcome:
+    """Merge a remote that grew from the history a purge of ours has since rewritten: the purge carried into the
+    last sync's log and the remote's (`projections.purge_carry`), so the remote's own transactions come in and
+    ours, purged, goes out. Raises `refused` again when the remote is not that history plus its own."""
+    try:
+        found = carried(user.log_path, base, theirs)
+    except CorruptLogError:
+        found = None  # the merge read both whole already: only a log changed meanwhile gets here
+    if found is None:
+        raise refused
+    for name, data in zip((BASE, THEIRS), found):
+        with place.writing(name) as fd:
+            write_all(fd, data)
+    return _merge(place, user, theirs, base)
 
 
 def _last_synced(place: SyncPlace, git: SyncGit, ours: str | None, theirs: str, ids: frozenset[str]) -> Path | None:
