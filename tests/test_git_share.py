@@ -263,3 +263,37 @@ def test_anchors_committed_on_both_sides_merge_through_a_pull_and_stay_provable(
 def test_share_names_the_anchors_file_for_the_merge_driver(team):
     attributes = (team.root / "first" / ".gitattributes").read_text().splitlines()
     assert f"{LOG} merge=playbook eol=lf" in attributes and f"{ANCHORS} merge=playbook eol=lf" in attributes
+
+
+def test_a_purge_committed_in_one_clone_merges_with_a_teammates_work_and_reaches_the_others(team):
+    first, second, _tx = _diverge(team)  # first's work is on origin; second learned apart from it
+    git = team.git(second)
+    purged = playbook(second, "purge", "--match", "pathlib", env=team.env)
+    assert purged.returncode == 0, purged.stderr
+    team.commit(second, "purge a name")
+
+    # The purging clone pulls its teammate's work: the purge is carried into what it grew from, not refused.
+    done = git("pull", "-q", "--no-rebase", "origin", "main", check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert git("status", "--porcelain").stdout == ""
+    assert b"pathlib" not in (second / LOG).read_bytes()
+    assert "Prefer small commits" in playbook(second, "show", env=team.env).stdout
+    assert set(learned(second).values()) == {1} and set(learned(first)) <= set(learned(second))
+    assert_clean(second)
+    assert not [p for p in (second / ".git").iterdir() if p.name.endswith(".merge.tmp")]
+    git("push", "-q", "origin", "HEAD:main")
+
+    # A teammate who learned meanwhile is refused in one line until the same text is purged there too.
+    learn(first, add("Name branches after tickets"))
+    team.commit(first, "first learns again")
+    other = team.git(first)
+    refused = other("pull", "-q", "--no-rebase", "origin", "main", check=False)
+    assert refused.returncode != 0 and "purge the same text in ours" in refused.stderr, refused.stderr
+    other("merge", "--abort")
+    assert playbook(first, "purge", "--match", "pathlib", env=team.env).returncode == 0
+    team.commit(first, "purge the name here too")
+    done = other("pull", "-q", "--no-rebase", "origin", "main", check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert b"pathlib" not in (first / LOG).read_bytes()
+    assert_clean(first)
+    assert "Name branches after tickets" in playbook(first, "show", env=team.env).stdout

@@ -17,7 +17,7 @@ import stat
 import sys
 from pathlib import Path
 
-from eventlog.errors import PlaybookError
+from eventlog.errors import CorruptLogError, PlaybookError
 from eventlog.checks import hash_at
 from eventlog.domain import PlaybookState
 from eventlog.safefiles import remove_file, write_file
@@ -25,6 +25,7 @@ from eventlog.store import fold_log
 from projections.anchors import ANCHORS_NAME, anchors_path, merge_files
 from projections.checkpoints import clear
 from projections.merge import MERGE_TEMP_SUFFIX, MergeOutcome, SharedHistoryRewritten, merge_logs, write_merged
+from projections.purge_carry import carried
 from projections.quickroads import CHECKPOINT_DIR, LOG_NAME
 from projections.repository import PlaybookRepository
 from projections.snapshot import read_snapshot, render, state_of
@@ -78,13 +79,25 @@ def merge_driver(ancestor: str, ours: str, theirs: str, path: str = "") -> int:
         scratch = scratch_dir(Path(ours))
         for directory in {scratch, Path(ours).parent}:
             sweep_merge_temps(directory)
-        outcome = merge_logs(Path(ours), Path(theirs), Path(ancestor), note=f"git merge of {path or 'the log'}",
-                             labels=(f"ours ({shown})", f"theirs ({shown})", f"the merge base of {shown}"))
-        if not outcome.unchanged:
-            superseded = _projection_of(Path(ours), path)
-            write_merged(outcome, Path(ours), Path(theirs), Path(ours), scratch=scratch)
-            if superseded is not None:
-                _project_merged(superseded, Path(ours))
+        labels = (f"ours ({shown})", f"theirs ({shown})", f"the merge base of {shown}")
+        note = f"git merge of {path or 'the log'}"
+        carried_files: list[Path] = []
+        try:
+            try:
+                outcome = merge_logs(Path(ours), Path(theirs), Path(ancestor), note=note, labels=labels)
+            except SharedHistoryRewritten as exc:
+                # Ours purged history theirs still holds: the purge carried into theirs, or the same refusal.
+                carried_files = _carried(Path(ours), Path(ancestor), Path(theirs), scratch, exc)
+                theirs = str(carried_files[1])
+                outcome = merge_logs(Path(ours), carried_files[1], carried_files[0], note=note, labels=labels)
+            if not outcome.unchanged:
+                superseded = _projection_of(Path(ours), path)
+                write_merged(outcome, Path(ours), Path(theirs), Path(ours), scratch=scratch)
+                if superseded is not None:
+                    _project_merged(superseded, Path(ours))
+        finally:
+            for carried_file in carried_files:
+                remove_file(carried_file, scratch)
     except PlaybookError as exc:
         print(f"playbook: cannot merge {clean(shown)}: {clean(str(exc))}", file=sys.stderr)
         return 1
@@ -94,6 +107,25 @@ def merge_driver(ancestor: str, ours: str, theirs: str, path: str = "") -> int:
     if outcome.conflicts or outcome.reverted:
         print(f"playbook: {clean(shown)}: {summary(outcome)}", file=sys.stderr)
     return 0
+
+
+def _carried(ours: Path, ancestor: Path, theirs: Path, scratch: Path, refused: SharedHistoryRewritten) -> list[Path]:
+    """The merge base and theirs with ours' purge carried into them (`projections.purge_carry`), written in
+    `scratch` under names the next driver's sweep knows; raises `refused` when that does not apply."""
+    if refused.side != "ours" or refused.purge is None:
+        raise refused
+    try:
+        found = carried(ours, ancestor, theirs)
+    except CorruptLogError:
+        found = None
+    if found is None:
+        raise refused
+    written = []
+    for label, data in zip(("base", "theirs"), found):
+        target = scratch / f".{ours.name}.purged-{label}.{os.getpid()}{MERGE_TEMP_SUFFIX}"
+        write_file(target, data, scratch)
+        written.append(target)
+    return written
 
 
 def _merge_anchors(ancestor: Path, ours: Path, theirs: Path, shown: str) -> int:

@@ -37,7 +37,7 @@ from projections.repository import PlaybookRepository
 
 from playbook.wiring.project import user_dir, user_repository
 from .gitrepo import LOCAL_REF, REMOTE_REF, GitFailed, Offline, Rejected, SyncGit
-from .place import BASE, MERGED, THEIRS, SyncPlace
+from .place import BASE, CARRIED, MERGED, THEIRS, SyncPlace
 
 MAX_TRIES = 5
 OURS = "ours (this machine's)"
@@ -228,17 +228,23 @@ def _take_in(place: SyncPlace, git: SyncGit, user: PlaybookRepository, theirs: s
                 raise
             outcome = _merge_purged(place, user, fetched, base, exc)
     except MergeRefused as exc:
-        remove_file(place.path(BASE), place.root)  # our own last sync, which a purge may have taken text out of
+        _remove_ours(place)  # our own last sync, which a purge may have taken text out of
         if str(exc).startswith(OURS):  # our own log does not read: nothing of the remote's is at fault
             raise PlaybookError(f"this machine's user-level log cannot be merged: {exc}; `playbook verify --user` "
                                 "shows where") from exc
         raise _refused(place, theirs, kept is not None, exc) from exc
     except ForeignLogRefused as exc:
-        remove_file(place.path(BASE), place.root)
+        _remove_ours(place)
         raise _refused(place, theirs, kept is not None, exc) from exc
-    for name in (THEIRS, BASE):
-        remove_file(place.path(name), place.root)
+    remove_file(place.path(THEIRS), place.root)
+    _remove_ours(place)
     return outcome.brought
+
+
+def _remove_ours(place: SyncPlace) -> None:
+    """The last sync's log and the remote's with a purge of ours carried in: what this sync made of ours."""
+    for name in (BASE, CARRIED):
+        remove_file(place.path(name), place.root)
 
 
 def _merge_purged(place: SyncPlace, user: PlaybookRepository, theirs: Path, base: Path,
@@ -252,10 +258,10 @@ def _merge_purged(place: SyncPlace, user: PlaybookRepository, theirs: Path, base
         found = None  # the merge read both whole already: only a log changed meanwhile gets here
     if found is None:
         raise refused
-    for name, data in zip((BASE, THEIRS), found):
+    for name, data in zip((BASE, CARRIED), found):
         with place.writing(name) as fd:
             write_all(fd, data)
-    return _merge(place, user, theirs, base)
+    return _merge(place, user, place.path(CARRIED), base)
 
 
 def _last_synced(place: SyncPlace, git: SyncGit, ours: str | None, theirs: str, ids: frozenset[str]) -> Path | None:

@@ -21,6 +21,8 @@ from eventlog.safefiles import create, directory, replace, write_file
 
 SYNC_DIR = "sync"
 THEIRS, BASE, MERGED = "theirs.jsonl", "base.jsonl", "merged.jsonl"
+CARRIED = "theirs-purged.jsonl"
+"""The remote's log with a purge of ours carried into it (`projections.purge_carry`); THEIRS stays as fetched."""
 
 
 class Busy(PlaybookError):
@@ -101,4 +103,4 @@ class SyncPlace:
         return self.refused_dir / name
 
 
-__all__ = ["BASE", "MERGED", "THEIRS", "Busy", "SyncPlace"]
+__all__ = ["BASE", "CARRIED", "MERGED", "THEIRS", "Busy", "SyncPlace"]
