@@ -6,7 +6,8 @@ share differs and the merge is refused. Where that copy is the last shared log (
 whole transactions of its own, and ours holds the same transactions as that shared log, line for line, with
 every difference a redaction our purge recorded, the copy is ours' purged version of that history followed by
 its own transactions, written again after it. That is what this builds; anything else is not a purge of
-ours and stays refused.
+ours and stays refused, and so is a copy whose own transactions hold a text the purge took out of the shared
+history (carried in, the merge would bring the text back: that copy is purged first).
 """
 
 from __future__ import annotations
@@ -14,10 +15,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import msgspec
+
 from eventlog.events import HistoryRewritten
 from eventlog.logformat import restamp, split_hash
 from eventlog.positions import Position, Transaction
 from eventlog.store import LogReader
+
+from .purge import redact_prefix
 
 _REDACTION = re.compile(rb"\[REDACTED:[a-z0-9\-]+\]")
 _STRING_PART = rb'(?:[^"\\]|\\.)+?'
@@ -35,16 +40,32 @@ def _content(line: bytes) -> bytes | None:
     return None if found is None else found[0]
 
 
-def _redacted_from(ours: bytes, shared: bytes) -> bool:
-    """Whether line `ours` is line `shared` with some of its text replaced by redactions (the chain aside)."""
+def _redacted_from(ours: bytes, shared: bytes) -> list[str] | None:
+    """The texts line `ours` redacted where line `shared` holds them, when it is that line with some of its text
+    replaced by redactions (the chain aside); None when it is not."""
     mine, theirs = _content(ours), _content(shared)
     if mine is None or theirs is None:
-        return False
+        return None
     parts = _REDACTION.split(mine)
     if len(parts) == 1:
-        return False
-    pattern = _STRING_PART.join(re.escape(part) for part in parts)
-    return re.fullmatch(pattern, theirs, re.DOTALL) is not None
+        return None
+    pattern = f"({_STRING_PART.decode()})".encode().join(re.escape(part) for part in parts)
+    found = re.fullmatch(pattern, theirs, re.DOTALL)
+    if found is None:
+        return None
+    return [msgspec.json.decode(b'"' + text + b'"', type=str) for text in found.groups()]
+
+
+def _holds(lines: list[bytes], texts: set[str]) -> bool:
+    """Whether a text of `texts` is in a line's texts, where a purge of it would redact it (the chain aside)."""
+    def count(text: str) -> tuple[str, int]:
+        return text, sum(text.count(one) for one in texts)
+
+    for line in lines:
+        content = _content(line)
+        if content is None or redact_prefix(content, count)[1]:
+            return True
+    return False
 
 
 def _seqs(transactions: list[Transaction]) -> list[int | None]:
@@ -79,9 +100,18 @@ def carried(ours: Path, shared: Path, theirs: Path) -> tuple[bytes, bytes] | Non
     if before and end.line != before[-1].end.line:
         return None
     shared_end = before[-1].end.offset if before else 0
+    taken: set[str] = set()
     for seq, line, was in zip(_seqs(mine), _lines(ours, end.offset), _lines(shared, shared_end)):
-        if _content(line) != _content(was) and (seq not in purged or not _redacted_from(line, was)):
-            return None  # (the chain differs from the first purged line on: it was stamped again)
+        if _content(line) == _content(was):
+            continue  # (the chain differs from the first purged line on: it was stamped again)
+        texts = _redacted_from(line, was) if seq in purged else None
+        if texts is None:
+            return None
+        taken.update(texts)
+    with open(theirs, "rb") as handle:
+        handle.seek(len(shared_bytes))
+        if _holds(handle.read().splitlines(), taken):
+            return None
     with open(ours, "rb") as handle:
         base = handle.read(end.offset)
     own = [(list(t.events), t.commit) for t in LogReader(theirs, before[-1].end if before else Position(),

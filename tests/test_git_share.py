@@ -297,3 +297,21 @@ def test_a_purge_committed_in_one_clone_merges_with_a_teammates_work_and_reaches
     assert b"pathlib" not in (first / LOG).read_bytes()
     assert_clean(first)
     assert "Name branches after tickets" in playbook(first, "show", env=team.env).stdout
+
+
+def test_a_purge_is_not_carried_over_a_teammates_commit_that_holds_the_text(team):
+    first, second, _tx = _diverge(team)
+    learn(first, add("pathlib is slow on NFS"))
+    team.commit(first, "first learns the name again")
+    team.git(first)("push", "-q", "origin", "HEAD:main")
+    assert playbook(second, "purge", "--match", "pathlib", env=team.env).returncode == 0
+    team.commit(second, "purge a name")
+    before = (second / LOG).read_bytes()
+
+    git = team.git(second)
+    refused = git("pull", "-q", "--no-rebase", "origin", "main", check=False)
+    assert refused.returncode != 0 and "purge the same text in theirs" in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr
+    git("merge", "--abort")
+    assert (second / LOG).read_bytes() == before and b"pathlib" not in before
+    assert not [p for p in (second / ".git").iterdir() if p.name.endswith(".merge.tmp")]

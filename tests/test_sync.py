@@ -559,3 +559,28 @@ def test_a_purge_of_ours_does_not_carry_over_a_remote_that_rewrote_the_shared_hi
     refused_once(desktop, "shared history")
     assert b"Paste" not in desktop.log.read_bytes()
     assert b"Keep commits small" not in remote_log(remote, tmp_path)
+
+
+def test_a_purge_is_not_carried_over_a_remote_whose_own_lessons_hold_the_text_until_that_machine_purges_it(
+        tmp_path: Path, remote: Path) -> None:
+    laptop, desktop = machines(tmp_path, "laptop", "desktop")
+    laptop.learn("Deploys go to the kestrel cluster")
+    assert laptop.sync(remote).pushed
+    desktop.sync(remote)
+    desktop.learn("The kestrel cluster is in eu-west")
+    assert desktop.sync().pushed
+
+    # Carried in, the desktop's lesson would bring the purged text back into the laptop's log and the remote.
+    assert laptop.cli("purge", "--user", "--match", "kestrel").returncode == 0
+    refused_once(laptop, "purge the same text in theirs")
+    assert b"kestrel" not in laptop.log.read_bytes()
+    assert not list((laptop.dir / "sync").glob("*.jsonl"))
+
+    assert desktop.cli("purge", "--user", "--match", "kestrel").returncode == 0
+    assert desktop.sync().ok and laptop.sync().ok and desktop.sync().ok
+    assert laptop.log.read_bytes() == desktop.log.read_bytes() == remote_log(remote, tmp_path)
+    assert b"kestrel" not in laptop.log.read_bytes()
+    assert set(laptop.texts()) == {"Deploys go to the [REDACTED:match] cluster",
+                                   "The [REDACTED:match] cluster is in eu-west"}
+    assert all(count == 1 for count in laptop.texts().values())
+    assert laptop.clean() and desktop.clean()
