@@ -53,7 +53,9 @@ def _redacted_from(ours: bytes, shared: bytes) -> list[str] | None:
     found = re.fullmatch(pattern, theirs, re.DOTALL)
     if found is None:
         return None
-    return [msgspec.json.decode(b'"' + text + b'"', type=str) for text in found.groups()]
+    # A redaction of an earlier purge stands for itself: it is no text this one took out.
+    return [msgspec.json.decode(b'"' + text + b'"', type=str) for text in found.groups()
+            if _REDACTION.fullmatch(text) is None]
 
 
 def _holds(lines: list[bytes], texts: set[str]) -> bool:

@@ -584,3 +584,23 @@ def test_a_purge_is_not_carried_over_a_remote_whose_own_lessons_hold_the_text_un
                                    "The [REDACTED:match] cluster is in eu-west"}
     assert all(count == 1 for count in laptop.texts().values())
     assert laptop.clean() and desktop.clean()
+
+
+def test_a_second_purge_in_a_line_an_earlier_one_redacted_carries_over_a_remote_holding_redactions(
+        tmp_path: Path, remote: Path) -> None:
+    laptop, desktop = machines(tmp_path, "laptop", "desktop")
+    laptop.learn("Deploys go to the kestrel cluster on falcon hosts")
+    assert laptop.sync(remote).pushed and desktop.sync(remote).ok
+    for machine in (laptop, desktop):
+        assert machine.cli("purge", "--user", "--match", "kestrel").returncode == 0
+        assert machine.sync().ok
+    desktop.learn("Ask before touching eagle configs")
+    assert desktop.cli("purge", "--user", "--match", "eagle").returncode == 0
+    assert desktop.sync().ok
+    # The laptop's line keeps the earlier redaction where the remote's own lesson holds one of its own: that is
+    # no text of this purge, so the desktop's lesson comes in.
+    assert laptop.cli("purge", "--user", "--match", "falcon").returncode == 0
+    result = laptop.sync()
+    assert result.ok and result.brought >= 1, result.line
+    assert b"falcon" not in remote_log(remote, tmp_path)
+    assert "Ask before touching [REDACTED:match] configs" in laptop.texts()
