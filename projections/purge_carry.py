@@ -53,9 +53,12 @@ def _redacted_from(ours: bytes, shared: bytes) -> list[str] | None:
     found = re.fullmatch(pattern, theirs, re.DOTALL)
     if found is None:
         return None
-    # A redaction of an earlier purge stands for itself: it is no text this one took out.
-    return [msgspec.json.decode(b'"' + text + b'"', type=str) for text in found.groups()
-            if _REDACTION.fullmatch(text) is None]
+    try:  # (a text split inside an escape, where the line reads two ways, is not one this can tell)
+        # A redaction of an earlier purge stands for itself: it is no text this one took out.
+        return [msgspec.json.decode(b'"' + text + b'"', type=str) for text in found.groups()
+                if _REDACTION.fullmatch(text) is None]
+    except msgspec.DecodeError:
+        return None
 
 
 def _holds(lines: list[bytes], texts: set[str]) -> bool:
