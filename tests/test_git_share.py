@@ -315,3 +315,20 @@ def test_a_purge_is_not_carried_over_a_teammates_commit_that_holds_the_text(team
     git("merge", "--abort")
     assert (second / LOG).read_bytes() == before and b"pathlib" not in before
     assert not [p for p in (second / ".git").iterdir() if p.name.endswith(".merge.tmp")]
+
+
+def test_a_purge_replayed_by_a_rebasing_pull_is_refused_until_the_same_text_is_purged_in_the_rebased_log(team):
+    first, second, _tx = _diverge(team)
+    assert playbook(second, "purge", "--match", "pathlib", env=team.env).returncode == 0
+    team.commit(second, "purge a name")
+    git = team.git(second)
+    # A rebase replays the purge onto the teammate's log (git's "ours" there): the driver cannot carry it.
+    refused = git("pull", "-q", "--rebase", "origin", "main", check=False)
+    assert refused.returncode != 0 and "purge the same text in ours" in refused.stderr, refused.stderr
+    assert playbook(second, "purge", "--match", "pathlib", env=team.env).returncode == 0
+    git("add", "-A")
+    assert git("-c", "core.editor=true", "rebase", "--continue", check=False).returncode == 0
+    assert b"pathlib" not in (second / LOG).read_bytes()
+    assert "Prefer small commits" in playbook(second, "show", env=team.env).stdout
+    assert set(learned(second).values()) == {1} and set(learned(first)) <= set(learned(second))
+    assert_clean(second)
