@@ -22,11 +22,11 @@ from eventlog.logformat import restamp, split_hash
 from eventlog.positions import Position, Transaction
 from eventlog.store import LogReader
 
-from .purge import redact_prefix
+from .purge import STRUCTURAL, redact_prefix
 
-_REDACTION = re.compile(rb"\[REDACTED:[a-z0-9\-]+\]")
-_STRING_PART = rb'(?:[^"\\]|\\.)+?'
-"""What a redaction stood for in a line: some of one JSON string's characters, never its end."""
+_REDACTION = re.compile(r"\[REDACTED:[a-z0-9\-]+\]")
+_KEPT = frozenset(STRUCTURAL)
+"""Fields a purge never redacts: they are the same in both lines."""
 
 
 def _lines(path: Path, end: int) -> list[bytes]:
@@ -41,24 +41,58 @@ def _content(line: bytes) -> bytes | None:
 
 
 def _redacted_from(ours: bytes, shared: bytes) -> list[str] | None:
-    """The texts line `ours` redacted where line `shared` holds them, when it is that line with some of its text
-    replaced by redactions (the chain aside); None when it is not."""
+    """The texts line `ours` redacted where line `shared` holds them, when it is that line with some of its
+    strings' text replaced by redactions (the chain aside, and how each line spells its JSON); None when not."""
     mine, theirs = _content(ours), _content(shared)
     if mine is None or theirs is None:
         return None
-    parts = _REDACTION.split(mine)
-    if len(parts) == 1:
-        return None
-    pattern = f"({_STRING_PART.decode()})".encode().join(re.escape(part) for part in parts)
-    found = re.fullmatch(pattern, theirs, re.DOTALL)
-    if found is None:
-        return None
-    try:  # (a text split inside an escape, where the line reads two ways, is not one this can tell)
-        # A redaction of an earlier purge stands for itself: it is no text this one took out.
-        return [msgspec.json.decode(b'"' + text + b'"', type=str) for text in found.groups()
-                if _REDACTION.fullmatch(text) is None]
+    try:
+        ours_record, shared_record = (msgspec.json.decode(part + b"}") for part in (mine, theirs))
     except msgspec.DecodeError:
         return None
+    if not isinstance(ours_record, dict) or not isinstance(shared_record, dict):
+        return None
+    if any(ours_record.get(key) != shared_record.get(key) for key in _KEPT):
+        return None
+    texts: list[str] = []
+    return texts if _value_redacted(ours_record, shared_record, texts) and texts else None
+
+
+def _value_redacted(ours: object, shared: object, texts: list[str]) -> bool:
+    """Whether `ours` is `shared` with some strings' text replaced by redactions, adding what they stood for."""
+    if isinstance(ours, str) and isinstance(shared, str):
+        return ours == shared or _string_redacted(ours, shared, texts)
+    if isinstance(ours, dict) and isinstance(shared, dict):
+        return len(ours) == len(shared) and all(
+            _value_redacted(key, was, texts) and _value_redacted(value, was_value, texts)
+            for (key, value), (was, was_value) in zip(ours.items(), shared.items()))
+    if isinstance(ours, list) and isinstance(shared, list):
+        return len(ours) == len(shared) and all(_value_redacted(a, b, texts) for a, b in zip(ours, shared))
+    return type(ours) is type(shared) and ours == shared
+
+
+def _string_redacted(ours: str, shared: str, texts: list[str]) -> bool:
+    """Whether `ours` is `shared` with some of its text, at least a character each, replaced by redactions: each
+    part between them found at its first place (enough for a pattern whose only wildcards are redactions),
+    the last at the end. Adds what the redactions stood for, but a redaction an earlier purge left, which
+    stands for itself and is no text this one took out."""
+    parts = _REDACTION.split(ours)
+    if len(parts) == 1 or not shared.startswith(parts[0]):
+        return False
+    first, *middle, last = parts
+    at, stood = len(first), []
+    for part in middle:
+        found = shared.find(part, at + 1)
+        if found < 0:
+            return False
+        stood.append(shared[at:found])
+        at = found + len(part)
+    end = len(shared) - len(last)
+    if end < at + 1 or not shared.endswith(last):
+        return False
+    stood.append(shared[at:end])
+    texts.extend(text for text in stood if _REDACTION.fullmatch(text) is None)
+    return True
 
 
 def _holds(lines: list[bytes], texts: set[str]) -> bool:
