@@ -332,3 +332,33 @@ def test_a_purge_replayed_by_a_rebasing_pull_is_refused_until_the_same_text_is_p
     assert "Prefer small commits" in playbook(second, "show", env=team.env).stdout
     assert set(learned(second).values()) == {1} and set(learned(first)) <= set(learned(second))
     assert_clean(second)
+
+
+def test_a_purge_carries_over_a_shared_line_spelled_with_other_escapes_and_many_redactions(team):
+    from eventlog.logformat import split_hash, stamp
+
+    # A line of the shared history written by another tool: the same JSON, an escape where ours has the letter.
+    first = team.root / "first"
+    learn(first, add(" ".join(["pathlib"] * 30) + " caf\u00e9"))
+    out, running = [], 0
+    for raw in (first / LOG).read_bytes().splitlines():
+        line, running = stamp(split_hash(raw)[0].replace("caf\u00e9".encode(), b"caf\\u00e9"), running)
+        out.append(line)
+    (first / LOG).write_bytes(b"".join(out))
+    (first / ".claude" / "playbook.json").unlink()
+    team.commit(first, "a line spelled otherwise")
+    team.git(first)("push", "-q", "origin", "HEAD:main")
+    second = team.clone("second")
+    assert playbook(second, "show", env=team.env).returncode == 0
+    learn(first, add("Prefer small commits"))
+    team.commit(first, "first learns")
+    team.git(first)("push", "-q", "origin", "HEAD:main")
+
+    # The purge re-spells the line and redacts it 30 times: the carry reads it string by string, at once.
+    assert playbook(second, "purge", "--match", "pathlib", env=team.env).returncode == 0
+    team.commit(second, "purge a name")
+    done = team.git(second)("pull", "-q", "--no-rebase", "origin", "main", check=False)
+    assert done.returncode == 0, done.stderr
+    assert b"pathlib" not in (second / LOG).read_bytes()
+    assert "Prefer small commits" in playbook(second, "show", env=team.env).stdout
+    assert_clean(second)
