@@ -74,25 +74,44 @@ def _value_redacted(ours: object, shared: object, texts: list[str]) -> bool:
 def _string_redacted(ours: str, shared: str, texts: list[str]) -> bool:
     """Whether `ours` is `shared` with some of its text, at least a character each, replaced by redactions: each
     part between them found at its first place (enough for a pattern whose only wildcards are redactions),
-    the last at the end. Adds what the redactions stood for, but a redaction an earlier purge left, which
-    stands for itself and is no text this one took out."""
+    the last at the end. Adds what the redactions stood for (`_stood_for`)."""
     parts = _REDACTION.split(ours)
     if len(parts) == 1 or not shared.startswith(parts[0]):
         return False
     first, *middle, last = parts
-    at, stood = len(first), []
+    at, run, stood = len(first), 1, []
     for part in middle:
-        found = shared.find(part, at + 1)
+        if not part:  # redactions side by side: together they stood for a character each at least
+            run += 1
+            continue
+        found = shared.find(part, at + run)
         if found < 0:
             return False
-        stood.append(shared[at:found])
-        at = found + len(part)
+        stood.append((shared[at:found], run))
+        at, run = found + len(part), 1
     end = len(shared) - len(last)
-    if end < at + 1 or not shared.endswith(last):
+    if end < at + run or not shared.endswith(last):
         return False
-    stood.append(shared[at:end])
-    texts.extend(text for text in stood if _REDACTION.fullmatch(text) is None)
+    stood.append((shared[at:end], run))
+    for text, count in stood:
+        texts.extend(_stood_for(text, count))
     return True
+
+
+def _stood_for(text: str, count: int) -> list[str]:
+    """What `count` redactions side by side stood for in `text`. A redaction an earlier purge left stands for
+    itself, no text this purge took out; the others, where the rest is one text repeated as often, stood for it
+    each; else no telling where one ends, and each but the last is taken for one character (a copy holding any
+    of them is not carried: refusing is safe, missing the text is not)."""
+    earlier = len(_REDACTION.findall(text))
+    rest = "".join(_REDACTION.split(text))
+    count -= earlier
+    if count <= 0 or not rest:
+        return []
+    unit = rest[: len(rest) // count]
+    if unit and unit * count == rest:
+        return [unit]
+    return [*rest[: count - 1], rest[count - 1 :]]
 
 
 def _holds(lines: list[bytes], texts: set[str]) -> bool:

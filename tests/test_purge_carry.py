@@ -39,3 +39,12 @@ def test_only_text_is_redacted_never_what_a_record_is() -> None:
 
     assert _redacted_from(line(3, "[REDACTED:match]"), line(4, "x")) is None
     assert _redacted_from(line(3, "[REDACTED:match]"), line(3, "x")) == ["x"]
+
+
+def test_redactions_side_by_side_stood_for_one_text_each() -> None:
+    assert _redacted_from(_line("[REDACTED:match][REDACTED:match] is a name"),
+                          _line("kestrelkestrel is a name")) == ["kestrel"]
+    assert _redacted_from(_line("[REDACTED:match][REDACTED:match] cluster"),
+                          _line("[REDACTED:match]kestrel cluster")) == ["kestrel"]
+    # No telling where one ends: each but the last is taken for a character, so a copy holding any is refused.
+    assert _redacted_from(_line("[REDACTED:match][REDACTED:match]!"), _line("kestrelfalcon!")) == ["k", "estrelfalcon"]
