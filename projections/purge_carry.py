@@ -133,7 +133,8 @@ def _seqs(transactions: list[Transaction]) -> list[int | None]:
 def carried(ours: Path, shared: Path, theirs: Path) -> tuple[bytes, bytes] | None:
     """(the shared log as ours' purge left it, `theirs` with ours' purge carried into it), or None when `theirs`
     is not `shared` followed by transactions of its own, or ours does not hold `shared`'s transactions with
-    every difference a redaction a `HistoryRewritten` of ours names.
+    every difference a redaction a `HistoryRewritten` of ours names, or theirs' own transactions hold a text
+    those redactions took out.
 
     Reads the three files; writes nothing. Raises `CorruptLogError` for a line of one that does not read."""
     with open(shared, "rb") as handle:
