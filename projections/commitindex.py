@@ -235,13 +235,22 @@ class CommitIndex(Sequence[CommitRef]):
                     remove(dir_fd, temp)
                     raise
         except OSError:
-            data = bytearray(self._data[:kept])
-            for record in self._records_after_own():
-                data += record
-            self.close()
-            return CommitIndex(self.log, bytes(data), self._width)
+            return self._in_memory(kept)
+        # A rebuild may clear the directory between the rename and this open: the index is then the one just
+        # written, made again in memory, never an empty one (a timeline without its transactions).
+        found = CommitIndex._open(self.log, path)
+        if found is None:
+            return self._in_memory(kept)
         self.close()
-        return CommitIndex._open(self.log, path) or CommitIndex(self.log, b"", self._width)
+        return found
+
+    def _in_memory(self, kept: int) -> CommitIndex:
+        """This index's first `kept` bytes and the records of the log's newer transactions, held in memory."""
+        data = bytearray(self._data[:kept])
+        for record in self._records_after_own():
+            data += record
+        self.close()
+        return CommitIndex(self.log, bytes(data), self._width)
 
     def close(self) -> None:
         if isinstance(self._data, mmap.mmap):

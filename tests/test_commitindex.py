@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from eventlog.decide import ApplyOperations
 from eventlog.events import Cause
 from eventlog.store import LogReader, Position
@@ -94,3 +96,23 @@ def test_a_search_by_prefix_finds_every_match_whatever_the_search_window(tmp_pat
         for tx in ids[::5]:
             assert index.beginning(tx[:6]) == [i for i, other in enumerate(ids) if other.startswith(tx[:6])]
         assert index.beginning("s3", session=True) == [i for i in range(40) if i % 7 == 3]
+
+
+def test_an_index_cleared_by_a_rebuild_just_after_it_was_written_still_reads_every_transaction(tmp_path,
+                                                                                              monkeypatch):
+    """A rebuild clears the checkpoint directory while a reader writes the index: the reader still sees the log's
+    transactions (an empty index made `playbook log` and the time travellers see no history)."""
+    import projections.commitindex as commitindex
+
+    repo = PlaybookRepository(tmp_path / ".claude")
+    for number in range(4):
+        add(repo, f"tip {number}")
+    replaced = commitindex.replace
+
+    def replace_then_cleared(dir_fd: int, name: str, target: str, target_dir_fd: int | None = None) -> None:
+        replaced(dir_fd, name, target, target_dir_fd)
+        os.unlink(target, dir_fd=dir_fd)  # what the rebuild's clear of the directory does meanwhile
+
+    monkeypatch.setattr(commitindex, "replace", replace_then_cleared)
+    timeline = Timeline(repo)
+    assert as_tuples(timeline.refs) == expected(repo)
