@@ -46,10 +46,13 @@ class SharedHistoryRewritten(MergeRefused):
     rewritten after it was shared. The evidence: `side` (ours | theirs), its first `line` that differs, the
     transaction `tx` holding it, and `by` what says that side rewrote it ("merge base", "purge", "anchors";
     "" when nothing does, and `side` is theirs only as the one that differs from ours). `purge` is the seq of
-    that side's `HistoryRewritten` record naming the line, when it has one."""
+    that side's `HistoryRewritten` record naming the line, when it has one, and `reason` its reason (secrets |
+    match); `command` is how the user runs a purge where the line says to (`playbook purge`, or with `--user`)."""
 
-    def __init__(self, side: str, line: int, tx: str, by: str, purge: int | None = None, subject: str = "") -> None:
+    def __init__(self, side: str, line: int, tx: str, by: str, purge: int | None = None, subject: str = "",
+                 reason: str = "", command: str = "playbook purge") -> None:
         self.side, self.line, self.tx, self.by, self.purge, self.subject = side, line, tx, by, purge, subject
+        self.reason, self.command = reason, command
         super().__init__(self._text())
 
     def _text(self) -> str:
@@ -59,15 +62,25 @@ class SharedHistoryRewritten(MergeRefused):
                     f"says which side rewrote it: refused; ours is kept")
         elif self.purge is not None:
             other = "ours" if self.side == "theirs" else "theirs"
+            how = ""
+            if other == "ours":  # the purge to run here: the same as theirs, whose reason their record names
+                how = (f" (`{self.command} --secrets`)" if self.reason == "secrets" else
+                       f" (`{self.command} --match TEXT`, with the text purged there)" if self.reason == "match" else "")
             said = (f"{self.side} rewrites shared history {where} by a purge (HistoryRewritten at seq {self.purge}): "
-                    f"refused; ours is kept; purge the same text in {other}, then merge again")
+                    f"refused; ours is kept; purge the same text in {other}{how}, then merge again")
         else:
             said = f"{self.side} rewrites shared history {where}: refused; ours is kept"
         return f"cannot merge {self.subject}: {said}" if self.subject else said
 
     def about(self, subject: str) -> SharedHistoryRewritten:
         """The same refusal, naming what was being merged."""
-        return SharedHistoryRewritten(self.side, self.line, self.tx, self.by, self.purge, subject)
+        return SharedHistoryRewritten(self.side, self.line, self.tx, self.by, self.purge, subject, self.reason,
+                                      self.command)
+
+    def run_as(self, command: str) -> SharedHistoryRewritten:
+        """The same refusal, naming `command` as the way to purge (`playbook purge --user` for the user's log)."""
+        return SharedHistoryRewritten(self.side, self.line, self.tx, self.by, self.purge, self.subject, self.reason,
+                                      command)
 
 
 class MergeOutcome(msgspec.Struct):
@@ -254,7 +267,9 @@ def _refuse_rewrite(ours: Path, theirs: Path, ancestor: Path | None, shared: int
                     found.append((hit, side))
     if found:
         hit, side = min(found, key=lambda item: item[0].line)
-        raise SharedHistoryRewritten(side, hit.line, hit.tx, "merge base", purged_at(rests[side], hit.seq))
+        record = purged_at(rests[side], hit.seq)
+        raise SharedHistoryRewritten(side, hit.line, hit.tx, "merge base", record.seq if record else None,
+                                     reason=record.reason if record else "")
     if shared >= min(log_size(ours), log_size(theirs)):
         return
     pair = _parting(ours, theirs, prefix, shared, labels[0])
@@ -267,7 +282,9 @@ def _refuse_rewrite(ours: Path, theirs: Path, ancestor: Path | None, shared: int
         side, by = ("ours" if said == "reference" else "theirs"), "anchors"
     else:
         side, by = "theirs", ""
-    raise SharedHistoryRewritten(side, pair.line, pair.tx, by, purges[side] if by == "purge" else None)
+    record = purges[side] if by == "purge" else None
+    raise SharedHistoryRewritten(side, pair.line, pair.tx, by, record.seq if record else None,
+                                 reason=record.reason if record else "")
 
 
 def _dropped(ancestor: Path | None, ours: Path, prefix: Position, ours_ids: set[str], theirs_ids: set[str],

@@ -69,12 +69,12 @@ def parting(reference: Path, side: Path, after: Position, part: int) -> Parting 
                    reference_line=_line_at(reference, begin), side_line=_line_at(side, begin))
 
 
-def purged_at(transactions: Iterable[tuple[Sequence[Event], TransactionCommitted]], seq: int) -> int | None:
-    """The seq of a `HistoryRewritten` record among `transactions` that names line seq `seq` as rewritten."""
+def purged_at(transactions: Iterable[tuple[Sequence[Event], TransactionCommitted]], seq: int) -> HistoryRewritten | None:
+    """The `HistoryRewritten` record among `transactions` that names line seq `seq` as rewritten."""
     for events, _commit in transactions:
         for event in events:
             if isinstance(event, HistoryRewritten) and seq in event.seqs:
-                return event.seq
+                return event
     return None
 
 

@@ -288,7 +288,8 @@ def test_a_purge_committed_in_one_clone_merges_with_a_teammates_work_and_reaches
     team.commit(first, "first learns again")
     other = team.git(first)
     refused = other("pull", "-q", "--no-rebase", "origin", "main", check=False)
-    assert refused.returncode != 0 and "purge the same text in ours" in refused.stderr, refused.stderr
+    assert refused.returncode != 0 and "purge the same text in ours (`playbook purge --match TEXT`, with the text " \
+        "purged there)" in refused.stderr, refused.stderr
     other("merge", "--abort")
     assert playbook(first, "purge", "--match", "pathlib", env=team.env).returncode == 0
     team.commit(first, "purge the name here too")

@@ -228,3 +228,15 @@ def test_anchors_are_carried_through_a_recorded_merge_and_a_merge_nobody_recorde
     assert playbook(project, "rebuild").returncode == 0 and playbook(project, "verify").returncode == 0
     code, said = _verify_anchor(project)
     assert code == 1 and f"line {line} (seq {line}) is not the line that was anchored" in said, said
+
+
+def test_a_refusal_for_a_purge_of_theirs_names_the_purge_to_run_here():
+    from projections.merge import SharedHistoryRewritten
+
+    secrets = SharedHistoryRewritten("theirs", 3, "0123abcd", "purge", 9, reason="secrets")
+    assert "purge the same text in ours (`playbook purge --secrets`), then merge again" in str(secrets)
+    assert "(`playbook purge --user --secrets`)" in str(secrets.run_as("playbook purge --user").about("the remote"))
+    named = SharedHistoryRewritten("theirs", 3, "0123abcd", "purge", 9, reason="match")
+    assert "(`playbook purge --match TEXT`, with the text purged there)" in str(named)
+    ours = SharedHistoryRewritten("ours", 3, "0123abcd", "purge", 9, reason="match")
+    assert str(ours).endswith("purge the same text in theirs, then merge again")

@@ -537,7 +537,8 @@ def test_a_purge_travels_by_sync_and_the_other_machine_converges_once_it_purges_
     assert laptop.clean()
 
     # The desktop still holds the text: its sync says, in one line, to purge it there too...
-    line = refused_once(desktop, "purge the same text in ours")
+    line = refused_once(desktop, "purge the same text in ours (`playbook purge --user --match TEXT`, with the text "
+                                 "purged there)")
     assert "theirs rewrites shared history" in line
     assert not (desktop.dir / "sync" / "base.jsonl").exists()
     # ...and once it has, both machines converge on one log without the text, every lesson once.

@@ -229,6 +229,8 @@ def _take_in(place: SyncPlace, git: SyncGit, user: PlaybookRepository, theirs: s
             outcome = _merge_purged(place, user, fetched, base, exc)
     except MergeRefused as exc:
         _remove_ours(place)  # our own last sync, which a purge may have taken text out of
+        if isinstance(exc, SharedHistoryRewritten):
+            exc = exc.run_as("playbook purge --user")
         if str(exc).startswith(OURS):  # our own log does not read: nothing of the remote's is at fault
             raise PlaybookError(f"this machine's user-level log cannot be merged: {exc}; `playbook verify --user` "
                                 "shows where") from exc
