@@ -28,7 +28,8 @@ import msgspec
 from eventlog.decide import ReplaceContent, decide
 from eventlog.domain import PlaybookState
 from eventlog.errors import CorruptLogError
-from eventlog.events import BranchesMerged, Cause, Event, KeyPointAdded, MergeConflictResolved, TransactionCommitted
+from eventlog.events import BranchesMerged, Cause, Event, HistoryRewritten, KeyPointAdded, MergeConflictResolved
+from eventlog.events import TransactionCommitted
 from eventlog.evolve import apply_transaction
 from eventlog.registry import touched_names
 from eventlog.merge import Merged, Replayed, Tx, merge_transactions
@@ -74,13 +75,16 @@ class SharedHistoryRewritten(MergeRefused):
 
     def about(self, subject: str) -> SharedHistoryRewritten:
         """The same refusal, naming what was being merged."""
-        return SharedHistoryRewritten(self.side, self.line, self.tx, self.by, self.purge, subject, self.reason,
-                                      self.command)
+        return self._but(subject=subject)
 
     def run_as(self, command: str) -> SharedHistoryRewritten:
         """The same refusal, naming `command` as the way to purge (`playbook purge --user` for the user's log)."""
-        return SharedHistoryRewritten(self.side, self.line, self.tx, self.by, self.purge, self.subject, self.reason,
-                                      command)
+        return self._but(command=command)
+
+    def _but(self, subject: str | None = None, command: str | None = None) -> SharedHistoryRewritten:
+        return SharedHistoryRewritten(self.side, self.line, self.tx, self.by, self.purge,
+                                      self.subject if subject is None else subject, self.reason,
+                                      self.command if command is None else command)
 
 
 class MergeOutcome(msgspec.Struct):
@@ -267,9 +271,7 @@ def _refuse_rewrite(ours: Path, theirs: Path, ancestor: Path | None, shared: int
                     found.append((hit, side))
     if found:
         hit, side = min(found, key=lambda item: item[0].line)
-        record = purged_at(rests[side], hit.seq)
-        raise SharedHistoryRewritten(side, hit.line, hit.tx, "merge base", record.seq if record else None,
-                                     reason=record.reason if record else "")
+        raise _rewritten(side, hit, "merge base", purged_at(rests[side], hit.seq))
     if shared >= min(log_size(ours), log_size(theirs)):
         return
     pair = _parting(ours, theirs, prefix, shared, labels[0])
@@ -282,9 +284,12 @@ def _refuse_rewrite(ours: Path, theirs: Path, ancestor: Path | None, shared: int
         side, by = ("ours" if said == "reference" else "theirs"), "anchors"
     else:
         side, by = "theirs", ""
-    record = purges[side] if by == "purge" else None
-    raise SharedHistoryRewritten(side, pair.line, pair.tx, by, record.seq if record else None,
-                                 reason=record.reason if record else "")
+    raise _rewritten(side, pair, by, purges[side] if by == "purge" else None)
+
+
+def _rewritten(side: str, where: Parting, by: str, purge: HistoryRewritten | None) -> SharedHistoryRewritten:
+    return SharedHistoryRewritten(side, where.line, where.tx, by, purge.seq if purge else None,
+                                  reason=purge.reason if purge else "")
 
 
 def _dropped(ancestor: Path | None, ours: Path, prefix: Position, ours_ids: set[str], theirs_ids: set[str],

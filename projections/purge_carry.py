@@ -17,11 +17,13 @@ from pathlib import Path
 
 import msgspec
 
+from eventlog.errors import CorruptLogError
 from eventlog.events import HistoryRewritten
 from eventlog.logformat import restamp, split_hash
 from eventlog.positions import Position, Transaction
 from eventlog.store import LogReader
 
+from .merge import SharedHistoryRewritten
 from .purge import STRUCTURAL, redact_prefix
 
 _REDACTION = re.compile(r"\[REDACTED:[a-z0-9\-]+\]")
@@ -179,4 +181,19 @@ def carried(ours: Path, shared: Path, theirs: Path) -> tuple[bytes, bytes] | Non
     return base, base + tail
 
 
-__all__ = ["carried"]
+def carried_or_refused(ours: Path, shared: Path, theirs: Path,
+                       refused: SharedHistoryRewritten) -> tuple[bytes, bytes]:
+    """`carried` for a merge that was refused with `refused`; raises `refused` again unless it names a purge of
+    ours and the purge carries (a log that no longer reads whole here was changed since the merge read it)."""
+    if refused.side != "ours" or refused.purge is None:
+        raise refused
+    try:
+        found = carried(ours, shared, theirs)
+    except CorruptLogError:
+        found = None
+    if found is None:
+        raise refused
+    return found
+
+
+__all__ = ["carried", "carried_or_refused"]

@@ -17,7 +17,7 @@ import stat
 import sys
 from pathlib import Path
 
-from eventlog.errors import CorruptLogError, PlaybookError
+from eventlog.errors import PlaybookError
 from eventlog.checks import hash_at
 from eventlog.domain import PlaybookState
 from eventlog.safefiles import remove_file, write_file
@@ -25,7 +25,7 @@ from eventlog.store import fold_log
 from projections.anchors import ANCHORS_NAME, anchors_path, merge_files
 from projections.checkpoints import clear
 from projections.merge import MERGE_TEMP_SUFFIX, MergeOutcome, SharedHistoryRewritten, merge_logs, write_merged
-from projections.purge_carry import carried
+from projections.purge_carry import carried_or_refused
 from projections.quickroads import CHECKPOINT_DIR, LOG_NAME
 from projections.repository import PlaybookRepository
 from projections.snapshot import read_snapshot, render, state_of
@@ -112,16 +112,8 @@ def merge_driver(ancestor: str, ours: str, theirs: str, path: str = "") -> int:
 def _carried(ours: Path, ancestor: Path, theirs: Path, scratch: Path, refused: SharedHistoryRewritten) -> list[Path]:
     """The merge base and theirs with ours' purge carried into them (`projections.purge_carry`), written in
     `scratch` under names the next driver's sweep knows; raises `refused` when that does not apply."""
-    if refused.side != "ours" or refused.purge is None:
-        raise refused
-    try:
-        found = carried(ours, ancestor, theirs)
-    except CorruptLogError:
-        found = None
-    if found is None:
-        raise refused
     written = []
-    for label, data in zip(("base", "theirs"), found):
+    for label, data in zip(("base", "theirs"), carried_or_refused(ours, ancestor, theirs, refused)):
         target = scratch / f".{ours.name}.purged-{label}.{os.getpid()}{MERGE_TEMP_SUFFIX}"
         write_file(target, data, scratch)
         written.append(target)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import msgspec
 
-from eventlog.errors import CorruptLogError, PlaybookError
+from eventlog.errors import PlaybookError
 from eventlog.faults import point as fault
 from eventlog.safefiles import directory, remove_file, replace, write_all
 from projections.anchor_proof import check
@@ -30,7 +30,7 @@ from projections.anchors import AnchorFileError, anchors_path
 from projections.foreign_log import MAX_FOREIGN_BYTES, ForeignLogRefused, check_foreign, missing_from
 from projections.merge import MergeOutcome, MergeRefused, SharedHistoryRewritten, merge_logs, write_merged
 from projections.merge_reading import common_prefix
-from projections.purge_carry import carried
+from projections.purge_carry import carried_or_refused
 from projections.checkpoints import clear
 from projections.quickroads import CHECKPOINT_DIR, LOG_NAME
 from projections.repository import PlaybookRepository
@@ -224,7 +224,7 @@ def _take_in(place: SyncPlace, git: SyncGit, user: PlaybookRepository, theirs: s
         try:
             outcome = _merge(place, user, fetched, base)
         except SharedHistoryRewritten as exc:
-            if exc.side != "ours" or exc.purge is None or base is None:
+            if base is None:
                 raise
             outcome = _merge_purged(place, user, fetched, base, exc)
     except MergeRefused as exc:
@@ -254,13 +254,7 @@ def _merge_purged(place: SyncPlace, user: PlaybookRepository, theirs: Path, base
     """Merge a remote that grew from the history a purge of ours has since rewritten: the purge carried into the
     last sync's log and the remote's (`projections.purge_carry`), so the remote's own transactions come in and
     ours, purged, goes out. Raises `refused` again when the remote is not that history plus its own."""
-    try:
-        found = carried(user.log_path, base, theirs)
-    except CorruptLogError:
-        found = None  # the merge read both whole already: only a log changed meanwhile gets here
-    if found is None:
-        raise refused
-    for name, data in zip((BASE, CARRIED), found):
+    for name, data in zip((BASE, CARRIED), carried_or_refused(user.log_path, base, theirs, refused)):
         with place.writing(name) as fd:
             write_all(fd, data)
     return _merge(place, user, place.path(CARRIED), base)
